@@ -1,0 +1,106 @@
+"""agent-executor: run LLM agents as a streaming ReAct loop.
+
+``AgentExecutor.execute()`` returns a finished :class:`AgentResult`; ``execute_stream()`` yields
+typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEvent`,
+:class:`ErrorEvent`, :class:`DoneEvent`) as the model writes and the tools run.
+"""
+
+from ._version import __version__
+from .command import AgentCommand
+from .context import RunContext
+from .errors import (
+    AgentExecutorError,
+    ConfigurationError,
+    ErrorCode,
+    GuardRejection,
+    HookRejection,
+    ModelError,
+    ScriptExhaustedError,
+)
+from .events import (
+    AgentEvent,
+    DoneEvent,
+    ErrorEvent,
+    MessageEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+    event_adapter,
+)
+from .executor import AgentExecutor
+from .guards import Guard, InputValidationGuard
+from .hooks import Hook
+from .logging import LogContextFilter, install_log_context, log_context
+from .memory import ConversationStore, InMemoryConversationStore
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from .models import (
+    ChatModel,
+    DemoModel,
+    LiteLLMModel,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolCallDelta,
+)
+from .results import AgentResult, ErrorInfo, ToolCallRecord
+from .tools import FunctionTool, Tool, tool
+
+install_log_context()
+
+__all__ = [
+    "AgentCommand",
+    "AgentEvent",
+    "AgentExecutor",
+    "AgentExecutorError",
+    "AgentResult",
+    "AssistantMessage",
+    "ChatModel",
+    "ConfigurationError",
+    "ConversationStore",
+    "DemoModel",
+    "DoneEvent",
+    "ErrorCode",
+    "ErrorEvent",
+    "ErrorInfo",
+    "FunctionTool",
+    "Guard",
+    "GuardRejection",
+    "Hook",
+    "HookRejection",
+    "InMemoryConversationStore",
+    "InputValidationGuard",
+    "LiteLLMModel",
+    "LogContextFilter",
+    "Message",
+    "MessageEvent",
+    "ModelChunk",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "RunContext",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "SystemMessage",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallRecord",
+    "ToolEndEvent",
+    "ToolMessage",
+    "ToolStartEvent",
+    "Usage",
+    "UserMessage",
+    "__version__",
+    "event_adapter",
+    "install_log_context",
+    "log_context",
+    "tool",
+]

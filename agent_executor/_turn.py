@@ -1,0 +1,228 @@
+"""One model turn: open the stream (retrying before the first chunk), stream it, assemble it.
+
+Retries, the first-chunk timeout and the idle-gap timeout live here, once, for every model.
+The per-chunk path does only what each chunk needs: one event per text delta and a clock read
+for the idle deadline (one cancel scope per turn, not a timer per chunk).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
+
+from ._assembler import ToolCallAssembler
+from .errors import ModelError
+from .events import AgentEvent, MessageEvent
+from .messages import Usage
+from .metrics import Metrics
+from .models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
+
+__all__ = ["ModelPolicy", "TurnMetrics", "stream_turn"]
+
+logger = logging.getLogger("agent_executor.model")
+
+Emit = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPolicy:
+    """Retries and timeouts of model calls (seconds; ``None`` disables a timeout)."""
+
+    retries: int = 2
+    backoff: float = 0.5
+    max_backoff: float = 8.0
+    first_token_timeout: float | None = 60.0
+    idle_timeout: float | None = 60.0
+
+
+class TurnMetrics:
+    """The model's labelled metric children, bound once."""
+
+    __slots__ = ("duration", "errors", "input_tokens", "output_tokens", "retries", "successes")
+
+    def __init__(self, metrics: Metrics, model: str) -> None:
+        metrics.register_model(model)
+        self.successes = metrics.llm_requests.labels(model, "success")
+        self.errors = metrics.llm_requests.labels(model, "error")
+        self.duration = metrics.llm_duration.labels(model)
+        self.retries = metrics.llm_retries.labels(model)
+        self.input_tokens = metrics.llm_tokens.labels(model, "input")
+        self.output_tokens = metrics.llm_tokens.labels(model, "output")
+
+    def record(self, started: float, usage: Usage | None, ok: bool) -> None:
+        self.duration.observe(time.perf_counter() - started)
+        (self.successes if ok else self.errors).inc()
+        if usage is not None:
+            self.input_tokens.inc(usage.input_tokens)
+            self.output_tokens.inc(usage.output_tokens)
+
+
+async def stream_turn(
+    model: ChatModel,
+    request: ModelRequest,
+    policy: ModelPolicy,
+    metrics: TurnMetrics,
+    emit: Emit,
+    texts: list[str],
+    on_first_text: Callable[[], None],
+) -> ModelResponse:
+    """Stream one model call to the end, emitting a ``MessageEvent`` per text delta.
+
+    Text deltas are appended to ``texts`` (the run's text so far); ``on_first_text`` is called
+    when the first delta of the run arrives. Raises :class:`ModelError` when the call fails
+    (after retries, if it failed before its first chunk) or stalls; text already emitted is
+    never repeated.
+    """
+    started = time.perf_counter()
+    state = _TurnState(texts)
+    first_text = len(texts)
+    try:
+        stream, first = await _open(model, request, policy, metrics)
+        try:
+            await _consume(stream, first, state, policy.idle_timeout, emit, on_first_text)
+        finally:
+            await _close(stream)
+    except ModelError:
+        metrics.record(started, state.usage, ok=False)
+        raise
+    metrics.record(started, state.usage, ok=True)
+    return ModelResponse(
+        text="".join(texts[first_text:]),
+        tool_calls=tuple(state.assembler.calls()),
+        finish_reason=state.finish_reason,
+        usage=state.usage,
+    )
+
+
+class _TurnState:
+    __slots__ = ("assembler", "finish_reason", "texts", "usage")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.assembler = ToolCallAssembler()
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+
+
+async def _open(
+    model: ChatModel, request: ModelRequest, policy: ModelPolicy, metrics: TurnMetrics
+) -> tuple[AsyncIterator[ModelChunk], ModelChunk | None]:
+    """Start the stream and wait for its first chunk, retrying transient failures."""
+
+    def before_sleep(state: RetryCallState) -> None:
+        metrics.retries.inc()
+        error = state.outcome.exception() if state.outcome else None
+        logger.info(
+            "model %s failed (%s); retrying (attempt %d)",
+            model.name,
+            error,
+            state.attempt_number + 1,
+        )
+
+    backoff = wait_exponential(multiplier=policy.backoff, max=policy.max_backoff) + wait_random(
+        0, policy.backoff
+    )
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        hinted = getattr(error, "retry_after", None) or 0.0
+        return max(backoff(state), min(hinted, policy.max_backoff))
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.retries + 1),
+        wait=wait,
+        retry=retry_if_exception(lambda exc: isinstance(exc, ModelError) and exc.retryable),
+        before_sleep=before_sleep,
+        sleep=anyio.sleep,
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            return await _open_once(model, request, policy.first_token_timeout)
+    raise AssertionError("unreachable: tenacity reraises the last error")
+
+
+async def _open_once(
+    model: ChatModel, request: ModelRequest, first_token_timeout: float | None
+) -> tuple[AsyncIterator[ModelChunk], ModelChunk | None]:
+    stream = model.stream(request)
+    try:
+        with anyio.fail_after(first_token_timeout):
+            return stream, await stream.__anext__()
+    except StopAsyncIteration:
+        return stream, None
+    except TimeoutError:
+        await _close(stream)
+        raise ModelError(
+            f"model {model.name} sent nothing within {first_token_timeout} s (first-token timeout)",
+            retryable=True,
+        ) from None
+    except BaseException:
+        await _close(stream)
+        raise
+
+
+async def _consume(
+    stream: AsyncIterator[ModelChunk],
+    chunk: ModelChunk | None,
+    state: _TurnState,
+    idle_timeout: float | None,
+    emit: Emit,
+    on_first_text: Callable[[], None],
+) -> None:
+    """Process chunks until the stream ends.
+
+    The idle timeout is a deadline on one cancel scope, pushed forward at most every quarter
+    timeout rather than at every chunk; a stall is detected between ``idle_timeout`` and 1.25
+    times it after the last chunk.
+    """
+    if chunk is None:
+        return
+    idle = math.inf if idle_timeout is None else idle_timeout
+    slack = idle / 4
+    texts, assembler = state.texts, state.assembler
+    with anyio.CancelScope(deadline=anyio.current_time() + idle + slack) as scope:
+        next_refresh = time.monotonic() + slack
+        while True:
+            text = chunk.text
+            if text:
+                if not texts:
+                    on_first_text()
+                texts.append(text)
+                emit(MessageEvent(text))
+            if chunk.tool_calls:
+                assembler.add_all(chunk.tool_calls)
+            if chunk.finish_reason:
+                state.finish_reason = chunk.finish_reason
+            if chunk.usage is not None:
+                state.usage = chunk.usage
+            try:
+                chunk = await stream.__anext__()
+            except StopAsyncIteration:
+                return
+            if time.monotonic() >= next_refresh:
+                scope.deadline = anyio.current_time() + idle + slack
+                next_refresh = time.monotonic() + slack
+    if scope.cancelled_caught:
+        raise ModelError(f"the model stream stalled: no chunk for {idle_timeout} s (idle timeout)")
+
+
+async def _close(stream: AsyncIterator[Any]) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        with anyio.move_on_after(5, shield=True):
+            await aclose()

@@ -1,0 +1,107 @@
+"""The exception tree and the error codes of a run.
+
+::
+
+    AgentExecutorError            base of everything this package raises
+    ├── ConfigurationError        invalid executor, tool or model configuration (raised early)
+    ├── ModelError                a model call failed; ``retryable`` says if another try may help
+    │   └── ScriptExhaustedError  a ScriptedModel was called more often than scripted
+    ├── GuardRejection            raised by a guard to refuse a run (code, message, retry_after)
+    └── HookRejection             raised by a hook to refuse a step (reason)
+
+Runs do not raise for failures a caller should handle (guards, timeouts, model failures):
+``execute()`` returns them as ``AgentResult.error`` and ``execute_stream()`` as an ``ErrorEvent``,
+each carrying one of the :class:`ErrorCode` values below.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = [
+    "AgentExecutorError",
+    "ConfigurationError",
+    "ErrorCode",
+    "GuardRejection",
+    "HookRejection",
+    "ModelError",
+    "ScriptExhaustedError",
+]
+
+
+class ErrorCode(str, Enum):
+    """The ``error.code`` values of SPEC section 3."""
+
+    RATE_LIMITED = "rate_limited"
+    INJECTION_DETECTED = "injection_detected"
+    INVALID_INPUT = "invalid_input"
+    HOOK_REJECTED = "hook_rejected"
+    UNSUPPORTED_FORMAT = "unsupported_format"
+    TIMEOUT = "timeout"
+    OVERLOADED = "overloaded"
+    LLM_ERROR = "llm_error"
+    INTERNAL_ERROR = "internal_error"
+
+
+class AgentExecutorError(Exception):
+    """Base class of every exception raised by agent-executor."""
+
+
+class ConfigurationError(AgentExecutorError):
+    """Raised at construction time for an invalid executor, tool or model configuration."""
+
+
+class ModelError(AgentExecutorError):
+    """Raised by a :class:`~agent_executor.ChatModel` when a model call fails.
+
+    Model adapters translate their provider's exceptions into this one type, in one place each.
+    ``retryable`` is true for failures worth another attempt (connection errors, 429, 5xx);
+    the executor retries those only before the first chunk of a turn, waiting at least
+    ``retry_after`` seconds when the provider said so.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+class ScriptExhaustedError(ModelError):
+    """Raised by :class:`~agent_executor.ScriptedModel` when called more often than scripted."""
+
+
+class GuardRejection(AgentExecutorError):
+    """Raised by a guard to refuse a run before anything is spent.
+
+    ``code`` is one of the :class:`ErrorCode` values (``rate_limited``, ``injection_detected``,
+    ``invalid_input``, ...); ``retry_after`` is in seconds, for rate limits.
+    """
+
+    def __init__(
+        self, code: ErrorCode | str, message: str, *, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.message = message
+        self.retry_after = retry_after
+
+
+class HookRejection(AgentExecutorError):
+    """Raised by a hook to refuse the step it was called for.
+
+    From ``before_agent_start`` it ends the run with ``hook_rejected``; from ``before_tool_call``
+    the call gets status ``rejected`` and the reason goes to the model.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,87 @@
+"""The typed events of a streamed run (SPEC section 3).
+
+Python and SSE share this one model: each event is a frozen, slotted dataclass with a ``type``
+discriminator, and :data:`event_adapter` serialises any of them. ``MessageEvent`` is created once
+per text delta, so it stays a plain dataclass with a single field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from .messages import Usage
+from .results import FinishReason, ToolCallRecord, ToolStatus
+
+__all__ = [
+    "AgentEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "MessageEvent",
+    "ToolEndEvent",
+    "ToolStartEvent",
+    "event_adapter",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEvent:
+    """A piece of the model's text, yielded the moment it arrives."""
+
+    text: str
+    type: Literal["message"] = field(default="message", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStartEvent:
+    """A tool call is about to run (or to be refused); ``arguments`` as the model sent them."""
+
+    tool: str
+    call_id: str
+    arguments: dict[str, Any]
+    type: Literal["tool_start"] = field(default="tool_start", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEndEvent:
+    """A tool call has ended with ``status`` (see :data:`~agent_executor.results.ToolStatus`)."""
+
+    tool: str
+    call_id: str
+    status: ToolStatus
+    duration_ms: float
+    type: Literal["tool_end"] = field(default="tool_end", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """The run failed; always followed by exactly one :class:`DoneEvent`."""
+
+    code: str
+    message: str
+    retry_after: float | None = None
+    type: Literal["error"] = field(default="error", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DoneEvent:
+    """The last event of every stream, after an error too."""
+
+    finish_reason: FinishReason
+    usage: Usage | None
+    tool_calls: list[ToolCallRecord]
+    duration_ms: float
+    output: Any = None
+    type: Literal["done"] = field(default="done", init=False, repr=False)
+
+
+AgentEvent = Annotated[
+    MessageEvent | ToolStartEvent | ToolEndEvent | ErrorEvent | DoneEvent,
+    Field(discriminator="type"),
+]
+"""Any event of a streamed run."""
+
+event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+"""Serialises and validates any :data:`AgentEvent` (``event_adapter.dump_json(event)``)."""

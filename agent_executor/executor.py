@@ -1,0 +1,501 @@
+"""``AgentExecutor``: the one ReAct loop behind ``execute()`` and ``execute_stream()``.
+
+A run flows one way: command → guards → ``before_agent_start`` hooks → concurrency permit →
+turns (model stream → events → tool calls → hooks → tools → results) → memory → metrics → done.
+Both execution modes call :meth:`AgentExecutor._run`; they differ only in what happens to the
+events it emits (dropped by ``execute()``, forwarded by ``execute_stream()``) and both read
+their outcome from the same :class:`~agent_executor._run.Run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ._output import OutputFormat
+from ._run import Emit, Run, RunFailed
+from ._tool_runner import Refusal, ToolLimits, ToolRunner
+from ._turn import ModelPolicy, TurnMetrics, stream_turn
+from .command import AgentCommand
+from .context import RunContext
+from .errors import ConfigurationError, ErrorCode, GuardRejection, HookRejection, ModelError
+from .events import AgentEvent, ErrorEvent, ToolEndEvent
+from .guards import Guard
+from .hooks import Hook, _HookChain
+from .logging import install_log_context, log_context
+from .memory import ConversationStore, InMemoryConversationStore
+from .messages import AssistantMessage, Message, SystemMessage, UserMessage
+from .metrics import Metrics
+from .models import ChatModel, resolve_model
+from .models.base import ModelRequest, ModelResponse
+from .results import AgentResult, ErrorInfo, ToolCallRecord
+from .tools import FunctionTool, Tool
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+__all__ = ["AgentExecutor"]
+
+logger = logging.getLogger("agent_executor")
+
+Mode = Literal["stream", "execute"]
+
+
+def _drop(event: AgentEvent) -> None:
+    """The ``emit`` of ``execute()``: its result is read from the run, not from events."""
+
+
+class AgentExecutor:
+    """Runs agents: a model, tools, guards, hooks and limits around one streaming ReAct loop.
+
+    ``model`` is a :class:`ChatModel` or a model string (``"openai/gpt-4o-mini"`` goes through
+    litellm, ``"demo"`` is the offline :class:`DemoModel`). Durations are in seconds; ``None``
+    disables a timeout. ``memory`` defaults to a fresh :class:`InMemoryConversationStore` and
+    is used only for commands with a ``session_id``. ``metrics`` is the prometheus registry to
+    record into (default: prometheus-client's default registry).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: ChatModel | str,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        guards: Sequence[Guard] = (),
+        hooks: Sequence[Hook] = (),
+        system_prompt: str | None = None,
+        model_params: dict[str, Any] | None = None,
+        max_concurrency: int = 16,
+        max_queue: int | None = None,
+        queue_timeout: float | None = 30.0,
+        request_timeout: float | None = 300.0,
+        tool_timeout: float | None = 30.0,
+        max_tool_calls: int = 20,
+        max_turns: int = 10,
+        max_parallel_tools: int = 8,
+        identical_call_limit: int = 3,
+        max_tool_result_chars: int = 100_000,
+        model_retries: int = 2,
+        retry_backoff: float = 0.5,
+        first_token_timeout: float | None = 60.0,
+        stream_idle_timeout: float | None = 60.0,
+        memory: ConversationStore | None = None,
+        metrics: CollectorRegistry | None = None,
+        name: str = "default",
+    ) -> None:
+        if max_concurrency < 1 or max_turns < 1 or max_parallel_tools < 1 or max_tool_calls < 0:
+            raise ConfigurationError(
+                "max_concurrency, max_turns and max_parallel_tools must be "
+                ">= 1 and max_tool_calls >= 0"
+            )
+        self.name = name
+        self.model: ChatModel = resolve_model(model)
+        self.tools: dict[str, Tool] = _registry(tools)
+        self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
+        self.metrics = Metrics.for_registry(metrics)
+        self._guards = tuple(guards)
+        self._hooks = _HookChain(hooks, self.metrics)
+        self._system_prompt = system_prompt
+        self._model_params = dict(model_params or {})
+        self._max_turns = max_turns
+        self._max_tool_calls = max_tool_calls
+        self._request_timeout = request_timeout
+        self._queue_timeout = queue_timeout
+        self._max_queue = max_queue
+        self._queued = 0
+        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._tool_specs = [t.spec() for t in self.tools.values()]
+        self._policy = ModelPolicy(
+            retries=model_retries,
+            backoff=retry_backoff,
+            first_token_timeout=first_token_timeout,
+            idle_timeout=stream_idle_timeout,
+        )
+        self._turn_metrics = TurnMetrics(self.metrics, self.model.name)
+        self._tool_runner = ToolRunner(
+            self.tools,
+            ToolLimits(
+                timeout=tool_timeout,
+                max_parallel=max_parallel_tools,
+                max_result_chars=max_tool_result_chars,
+                identical_call_limit=identical_call_limit,
+            ),
+            self._hooks,
+            self.metrics,
+        )
+        self.metrics.register_tools(self.tools)
+        for guard in self._guards:
+            self.metrics.register_guard(guard.name, getattr(guard, "codes", ()))
+        install_log_context()
+
+    @property
+    def max_concurrency(self) -> int:
+        """Runs that may hold a permit at once."""
+        return int(self._limiter.total_tokens)
+
+    async def execute(self, command: AgentCommand, *, request_id: str | None = None) -> AgentResult:
+        """Run to the end and return the result; failures come back as ``success=False``."""
+        run = await self._run(command, "execute", _drop, request_id)
+        return run.result()
+
+    async def execute_stream(
+        self, command: AgentCommand, *, request_id: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Yield the run's events as they happen; the last one is always a ``DoneEvent``.
+
+        Leaving early (``break``, ``aclose()``, cancelling the consuming task) cancels the run:
+        running tools are cancelled and the permit is released before this generator finishes.
+        """
+        # The run lives in its own task feeding an unbounded memory stream, so no cancel scope
+        # ever spans a ``yield`` here (PEP 789). Model output is small; request_timeout bounds it.
+        send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        task = asyncio.get_running_loop().create_task(self._produce(command, request_id, send))
+        try:
+            with receive:
+                async for event in receive:
+                    yield event
+        finally:
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task])
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    async def aclose(self) -> None:
+        """Release what the model holds (HTTP sessions); the executor is unusable afterwards."""
+        aclose = getattr(self.model, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def __aenter__(self) -> AgentExecutor:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _produce(
+        self,
+        command: AgentCommand,
+        request_id: str | None,
+        send: MemoryObjectSendStream[AgentEvent],
+    ) -> None:
+        def emit(event: AgentEvent) -> None:
+            try:  # noqa: SIM105 - a plain try is cheaper than suppress() on the per-token path
+                send.send_nowait(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the consumer has left and the run is being cancelled; per-token path
+
+        with send:
+            await self._run(command, "stream", emit, request_id)
+
+    async def _run(
+        self, command: AgentCommand, mode: Mode, emit: Emit, request_id: str | None
+    ) -> Run:
+        ctx = RunContext(command=command, request_id=request_id or uuid.uuid4().hex, mode=mode)
+        run = Run(ctx, emit)
+        with log_context(
+            request_id=ctx.request_id, user_id=command.user_id, session_id=command.session_id
+        ):
+            try:
+                with anyio.move_on_after(self._request_timeout) as deadline:
+                    await self._drive(run)
+                if deadline.cancelled_caught:
+                    run.fail(
+                        ErrorInfo(
+                            code=ErrorCode.TIMEOUT.value,
+                            message=(f"the run did not finish within {self._request_timeout} s"),
+                        )
+                    )
+            except RunFailed as exc:
+                run.fail(exc.info)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._cancelled(run)
+                raise
+            except Exception:
+                logger.exception("run failed unexpectedly")
+                run.fail(
+                    ErrorInfo(
+                        code=ErrorCode.INTERNAL_ERROR.value,
+                        message=f"internal error (request id {ctx.request_id})",
+                    )
+                )
+            await self._finish(run)
+        return run
+
+    async def _drive(self, run: Run) -> None:
+        await self._check_guards(run)
+        if self._hooks:
+            try:
+                await self._hooks.before_agent_start(run.ctx)
+            except HookRejection as exc:
+                raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
+        output = OutputFormat.resolve(run.ctx.command.response_format)
+        async with self._permit():
+            await self._prepare(run, output)
+            await self._react(run, output)
+
+    async def _check_guards(self, run: Run) -> None:
+        for guard in self._guards:
+            try:
+                await guard.check(run.ctx)
+            except GuardRejection as exc:
+                self.metrics.guard_rejections.labels(guard.name, exc.code.value).inc()
+                logger.info("guard %s refused the run: %s", guard.name, exc.message)
+                raise RunFailed(exc.code, exc.message, exc.retry_after) from None
+
+    @asynccontextmanager
+    async def _permit(self) -> AsyncIterator[None]:
+        """Hold one of ``max_concurrency`` permits, waiting in a bounded FIFO queue for it."""
+        borrower = object()
+        try:
+            self._limiter.acquire_on_behalf_of_nowait(borrower)
+        except anyio.WouldBlock:
+            await self._wait_for_permit(borrower)
+        self.metrics.in_flight.inc()
+        try:
+            yield
+        finally:
+            self._limiter.release_on_behalf_of(borrower)
+            self.metrics.in_flight.dec()
+
+    async def _wait_for_permit(self, borrower: object) -> None:
+        if self._max_queue is not None and self._queued >= self._max_queue:
+            raise RunFailed(
+                ErrorCode.OVERLOADED,
+                f"the server is busy: {self._queued} requests are already waiting",
+            )
+        started = time.perf_counter()
+        self._queued += 1
+        self.metrics.queued.inc()
+        try:
+            with anyio.move_on_after(self._queue_timeout) as scope:
+                await self._limiter.acquire_on_behalf_of(borrower)
+        finally:
+            self._queued -= 1
+            self.metrics.queued.dec()
+            self.metrics.queue_wait.observe(time.perf_counter() - started)
+        if scope.cancelled_caught:
+            raise RunFailed(
+                ErrorCode.OVERLOADED,
+                f"the server is busy: no capacity within {self._queue_timeout} s",
+            )
+
+    async def _prepare(self, run: Run, output: OutputFormat | None) -> None:
+        command = run.ctx.command
+        system = command.system_prompt or self._system_prompt
+        if output is not None:
+            system = f"{system}\n\n{output.instructions}" if system else output.instructions
+        run.messages = [SystemMessage(content=system)] if system else []
+        run.messages += await self._history(command)
+        run.add(UserMessage(content=command.user_prompt))
+
+    async def _history(self, command: AgentCommand) -> list[Message]:
+        if command.messages is not None:
+            return list(command.messages)
+        if command.session_id is None:
+            return []
+        try:
+            return await self.memory.load(command.user_id, command.session_id)
+        except Exception:
+            logger.exception("loading the conversation failed")
+            raise RunFailed(
+                ErrorCode.INTERNAL_ERROR, "the conversation store is unavailable"
+            ) from None
+
+    async def _react(self, run: Run, output: OutputFormat | None) -> None:
+        command = run.ctx.command
+        max_calls = command.max_tool_calls
+        if max_calls is None:
+            max_calls = self._max_tool_calls
+        offer_tools = True
+        while run.turns < self._max_turns:
+            response = await self._model_turn(run, self._tool_specs if offer_tools else [])
+            calls = response.tool_calls if offer_tools else ()
+            run.add(AssistantMessage(content=response.text, tool_calls=calls))
+            if not offer_tools:
+                run.finish_reason = "max_tool_calls"
+                return
+            if not calls:
+                if output is None or self._accept(run, output, response.text):
+                    return
+                continue
+            refusal = self._refusal(run, response)
+            offer_tools = not await self._tool_runner.run_calls(
+                run, calls, max_calls=max_calls, refuse_all=refusal
+            )
+        run.finish_reason = "max_turns"
+
+    def _refusal(self, run: Run, response: ModelResponse) -> Refusal | None:
+        """Calls not to run at all: cut off mid-arguments, or with no turn left to use them."""
+        if response.finish_reason in ("length", "content_filter"):
+            return Refusal(
+                "invalid_arguments",
+                "not run: the model's output was cut off "
+                f"(finish_reason={response.finish_reason}) before the call was complete",
+            )
+        if run.turns >= self._max_turns:
+            return Refusal("rejected", f"not run: max_turns ({self._max_turns}) reached")
+        return None
+
+    async def _model_turn(self, run: Run, tools: list[dict[str, Any]]) -> ModelResponse:
+        run.turns += 1
+        run.ctx.turn = run.turns
+        command = run.ctx.command
+        request = ModelRequest(
+            list(run.messages), tools, {**self._model_params, **command.model_params}
+        )
+        try:
+            if self._hooks:
+                request = await self._hooks.before_model(run.ctx, request)
+            response = await stream_turn(
+                self.model,
+                request,
+                self._policy,
+                self._turn_metrics,
+                run.emit,
+                run.texts,
+                lambda: self._first_text(run),
+            )
+            run.add_usage(response.usage)
+            if self._hooks:
+                await self._hooks.after_model(run.ctx, response)
+        except HookRejection as exc:
+            raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
+        except ModelError as exc:
+            logger.warning("model call failed: %s", exc.message)
+            raise RunFailed(ErrorCode.LLM_ERROR, exc.message) from None
+        return response
+
+    def _first_text(self, run: Run) -> None:
+        run.first_token_at = time.perf_counter()
+        self.metrics.time_to_first_token.labels(run.ctx.mode).observe(
+            run.first_token_at - run.started
+        )
+
+    def _accept(self, run: Run, output: OutputFormat, text: str) -> bool:
+        """Validate the final answer; on the first failure ask the model once to repair it."""
+        try:
+            run.output = output.parse(text)
+            return True
+        except ValueError as exc:
+            if run.repaired:
+                raise RunFailed(
+                    ErrorCode.UNSUPPORTED_FORMAT,
+                    f"the answer did not match the requested format after one repair: {exc}",
+                ) from None
+            run.repaired = True
+            run.add(
+                UserMessage(
+                    content=f"Your answer did not match the requested format: {exc}"
+                    "\nReply again with only the corrected JSON."
+                )
+            )
+            return False
+
+    async def _finish(self, run: Run) -> None:
+        """Close the run: pending tools, memory, hooks, metrics, then the closing events."""
+        self._close_pending(run)
+        if run.error is None:
+            await self._save(run)
+        if self._hooks:
+            if run.error is None:
+                await self._hooks.after_agent_complete(run.ctx, run.result())
+            else:
+                await self._hooks.on_agent_failed(run.ctx, run.error)
+        outcome = run.error.code if run.error else "success"
+        self._count(run, outcome)
+        if run.error is not None:
+            run.emit(
+                ErrorEvent(
+                    code=run.error.code,
+                    message=run.error.message,
+                    retry_after=run.error.retry_after,
+                )
+            )
+        run.emit(run.done_event())
+
+    async def _cancelled(self, run: Run) -> None:
+        run.cancelled = True
+        run.emit = _drop
+        self._close_pending(run)
+        self._count(run, "cancelled")
+        logger.debug("run cancelled by the caller (user %s)", run.ctx.user_id)
+        if self._hooks:
+            with anyio.move_on_after(1):
+                await self._hooks.on_agent_failed(
+                    run.ctx, ErrorInfo(code="cancelled", message="the run was cancelled")
+                )
+
+    async def _save(self, run: Run) -> None:
+        command = run.ctx.command
+        if command.messages is not None or command.session_id is None:
+            return
+        try:
+            await self.memory.append(command.user_id, command.session_id, run.new_messages)
+        except Exception:
+            logger.exception("saving the conversation failed")
+            run.fail(
+                ErrorInfo(
+                    code=ErrorCode.INTERNAL_ERROR.value,
+                    message="the conversation could not be saved",
+                )
+            )
+
+    def _close_pending(self, run: Run) -> None:
+        """Tool calls cut short by a timeout or cancellation end as ``cancelled``."""
+        now = time.perf_counter()
+        for call_id, pending in run.pending.items():
+            record = ToolCallRecord(
+                call_id=call_id,
+                tool=pending.tool,
+                arguments=pending.arguments,
+                status="cancelled",
+                duration_ms=round((now - pending.started) * 1000, 3),
+                result="cancelled: the run ended before the tool finished",
+            )
+            run.records.append(record)
+            self._tool_runner.count(record, now - pending.started)
+            run.emit(
+                ToolEndEvent(
+                    tool=pending.tool,
+                    call_id=call_id,
+                    status="cancelled",
+                    duration_ms=record.duration_ms,
+                )
+            )
+        run.pending.clear()
+
+    def _count(self, run: Run, outcome: str) -> None:
+        mode = run.ctx.mode
+        seconds = time.perf_counter() - run.started
+        self.metrics.requests.labels(mode, outcome).inc()
+        self.metrics.request_duration.labels(mode).observe(seconds)
+        self.metrics.react_turns.observe(run.turns)
+        level = logging.INFO if outcome in ("success", "cancelled") else logging.WARNING
+        logger.log(
+            level,
+            "run finished: outcome=%s turns=%d tool_calls=%d duration_ms=%.1f",
+            outcome,
+            run.turns,
+            len(run.records),
+            seconds * 1000,
+        )
+
+
+def _registry(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    registry: dict[str, Tool] = {}
+    for item in tools:
+        tool = item if isinstance(item, Tool) else FunctionTool(item)
+        if tool.name in registry:
+            raise ConfigurationError(f"two tools are named {tool.name!r}")
+        registry[tool.name] = tool
+    return registry

@@ -1,0 +1,74 @@
+"""Guards: checks that run before anything is spent (before the permit and the model).
+
+A guard is any object with a ``name`` and an async ``check(ctx)`` that raises
+:class:`~agent_executor.errors.GuardRejection` to refuse the run. Guards run in order; the first
+rejection ends the run with an ``error`` event carrying its code, message and ``retry_after``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Protocol, runtime_checkable
+
+from .context import RunContext
+from .errors import ErrorCode, GuardRejection
+
+__all__ = ["Guard", "InputValidationGuard"]
+
+
+@runtime_checkable
+class Guard(Protocol):
+    """Refuses a run by raising :class:`GuardRejection` from :meth:`check`.
+
+    ``codes`` lists the error codes the guard may raise, so metrics can start them at 0.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def codes(self) -> tuple[str, ...]: ...
+
+    async def check(self, ctx: RunContext) -> None: ...
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class InputValidationGuard:
+    """Refuses empty input, oversize input and text no model should receive.
+
+    Checks the prompt and any explicit messages: empty or whitespace-only prompt, more than
+    ``max_chars`` characters in all, more than ``max_messages`` messages, control characters
+    other than tab, newline and carriage return, and lone UTF-16 surrogates (invalid UTF-8).
+    """
+
+    name = "input_validation"
+    codes: ClassVar[tuple[str, ...]] = (ErrorCode.INVALID_INPUT.value,)
+
+    def __init__(self, *, max_chars: int = 32_000, max_messages: int = 100) -> None:
+        self.max_chars = max_chars
+        self.max_messages = max_messages
+
+    async def check(self, ctx: RunContext) -> None:
+        """Raise ``invalid_input`` if the command's text is unacceptable."""
+        command = ctx.command
+        if not command.user_prompt.strip():
+            raise _invalid("the message is empty")
+        texts = [command.user_prompt, command.system_prompt or ""]
+        texts += [getattr(m, "content", "") for m in command.messages or ()]
+        if len(command.messages or ()) > self.max_messages:
+            raise _invalid(f"too many messages (limit {self.max_messages})")
+        if sum(len(text) for text in texts) > self.max_chars:
+            raise _invalid(f"the input is too long (limit {self.max_chars} characters)")
+        for text in texts:
+            if _CONTROL_RE.search(text):
+                raise _invalid("the input contains control characters")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _invalid("the input contains invalid Unicode (lone surrogates)") from None
+
+
+def _invalid(message: str) -> GuardRejection:
+    return GuardRejection(ErrorCode.INVALID_INPUT, message)

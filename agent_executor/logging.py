@@ -1,0 +1,89 @@
+"""Logging context: ``request_id``, ``user_id`` and ``session_id`` on every log record of a run.
+
+The ids live in context variables set for the duration of a run; they follow the run into its
+tool tasks and worker threads (anyio copies the context into both). :func:`install_log_context`
+wraps the log record factory once (importing ``agent_executor`` does it), so records from any
+logger, tools' included, carry the ids as attributes (``"-"`` outside a run) and a format
+string can use ``%(request_id)s``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+__all__ = [
+    "LOG_FIELDS",
+    "LogContextFilter",
+    "current_log_context",
+    "install_log_context",
+    "log_context",
+]
+
+LOG_FIELDS = ("request_id", "user_id", "session_id")
+_UNSET = "-"
+
+_request_id: ContextVar[str] = ContextVar("agent_executor_request_id", default=_UNSET)
+_user_id: ContextVar[str] = ContextVar("agent_executor_user_id", default=_UNSET)
+_session_id: ContextVar[str] = ContextVar("agent_executor_session_id", default=_UNSET)
+_installed = False
+
+
+@contextmanager
+def log_context(
+    *, request_id: str, user_id: str | None = None, session_id: str | None = None
+) -> Iterator[None]:
+    """Set the logging ids for the code inside the ``with`` block."""
+    tokens = (
+        _request_id.set(request_id),
+        _user_id.set(user_id or _UNSET),
+        _session_id.set(session_id or _UNSET),
+    )
+    try:
+        yield
+    finally:
+        _session_id.reset(tokens[2])
+        _user_id.reset(tokens[1])
+        _request_id.reset(tokens[0])
+
+
+def current_log_context() -> dict[str, str]:
+    """The ids in effect now (``"-"`` for unset ones)."""
+    return {
+        "request_id": _request_id.get(),
+        "user_id": _user_id.get(),
+        "session_id": _session_id.get(),
+    }
+
+
+class LogContextFilter(logging.Filter):
+    """A handler filter that adds the ids to records (for setups that replace the factory)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _stamp(record)
+        return True
+
+
+def install_log_context() -> None:
+    """Make every new log record carry the ids; safe to call more than once."""
+    global _installed
+    if _installed:
+        return
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        _stamp(record)
+        return record
+
+    logging.setLogRecordFactory(factory)
+    _installed = True
+
+
+def _stamp(record: logging.LogRecord) -> None:
+    record.request_id = _request_id.get()
+    record.user_id = _user_id.get()
+    record.session_id = _session_id.get()

@@ -1,0 +1,138 @@
+"""Conversation memory: the :class:`ConversationStore` protocol and the in-memory store.
+
+History is keyed by ``(user_id, session_id)``: the same session id under two users is two
+conversations. The executor loads a session's history before a run and appends the run's
+messages in one call once the run has completed, so a failed or cancelled run leaves nothing
+behind and a stored tool call is always followed by its result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .errors import ConfigurationError
+from .messages import Message, UserMessage
+
+__all__ = ["ConversationStore", "InMemoryConversationStore"]
+
+
+@runtime_checkable
+class ConversationStore(Protocol):
+    """Where conversations live between runs."""
+
+    async def load(self, user_id: str | None, session_id: str) -> list[Message]:
+        """The session's messages, oldest first (empty for an unknown or expired session)."""
+        ...
+
+    async def append(
+        self, user_id: str | None, session_id: str, messages: Sequence[Message]
+    ) -> None:
+        """Add one completed run's messages to the session, all or nothing."""
+        ...
+
+    async def delete(self, user_id: str | None, session_id: str) -> bool:
+        """Forget the session; true if it existed."""
+        ...
+
+
+@dataclass(slots=True)
+class _Session:
+    messages: list[Message]
+    expires_at: float
+
+
+class InMemoryConversationStore:
+    """A process-local store with idle expiry, a bound on sessions and on messages per session.
+
+    A session expires ``ttl_seconds`` after its last use; expired sessions are swept at most
+    every ``sweep_interval_seconds`` during normal calls (no background task to manage). Past
+    ``max_sessions`` the least recently used session is evicted. Past
+    ``max_messages_per_session`` the oldest turns are dropped whole, so the history still starts
+    with a user message and never splits a tool call from its result.
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl_seconds: float = 3600.0,
+        max_sessions: int = 10_000,
+        max_messages_per_session: int = 200,
+        sweep_interval_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if ttl_seconds <= 0 or max_sessions < 1 or max_messages_per_session < 1:
+            raise ConfigurationError("ttl_seconds, max_sessions and max_messages must be positive")
+        self.ttl_seconds = ttl_seconds
+        self.max_sessions = max_sessions
+        self.max_messages_per_session = max_messages_per_session
+        self._sweep_interval = sweep_interval_seconds
+        self._clock = clock
+        self._sessions: OrderedDict[tuple[str, str], _Session] = OrderedDict()
+        self._last_sweep = clock()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    async def load(self, user_id: str | None, session_id: str) -> list[Message]:
+        """The session's messages, refreshing its expiry."""
+        session = self._touch(_key(user_id, session_id))
+        return list(session.messages) if session else []
+
+    async def append(
+        self, user_id: str | None, session_id: str, messages: Sequence[Message]
+    ) -> None:
+        """Add a completed run's messages, then enforce the bounds."""
+        key = _key(user_id, session_id)
+        session = self._touch(key)
+        if session is None:
+            session = _Session([], 0.0)
+            self._sessions[key] = session
+        session.messages.extend(messages)
+        session.expires_at = self._clock() + self.ttl_seconds
+        _trim(session.messages, self.max_messages_per_session)
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)
+
+    async def delete(self, user_id: str | None, session_id: str) -> bool:
+        """Forget the session."""
+        return self._sessions.pop(_key(user_id, session_id), None) is not None
+
+    def _touch(self, key: tuple[str, str]) -> _Session | None:
+        now = self._clock()
+        if now - self._last_sweep >= self._sweep_interval:
+            self._sweep(now)
+        session = self._sessions.get(key)
+        if session is None:
+            return None
+        if session.expires_at <= now:
+            del self._sessions[key]
+            return None
+        session.expires_at = now + self.ttl_seconds
+        self._sessions.move_to_end(key)
+        return session
+
+    def _sweep(self, now: float) -> None:
+        # Expiry is refreshed on every use, so least recently used order is expiry order.
+        self._last_sweep = now
+        while self._sessions:
+            key, session = next(iter(self._sessions.items()))
+            if session.expires_at > now:
+                break
+            del self._sessions[key]
+
+
+def _key(user_id: str | None, session_id: str) -> tuple[str, str]:
+    return (user_id or "", session_id)
+
+
+def _trim(messages: list[Message], limit: int) -> None:
+    """Drop the oldest turns (each starts at a user message) until ``limit`` holds."""
+    if len(messages) <= limit:
+        return
+    starts = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
+    cut = next((i for i in starts if len(messages) - i <= limit), starts[-1] if starts else 0)
+    del messages[:cut]

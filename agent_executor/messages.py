@@ -1,0 +1,124 @@
+"""Conversation messages, tool calls and token usage.
+
+Messages are small pydantic models discriminated by ``role`` so that one :data:`Message` type
+validates plain dicts (from HTTP bodies or a Redis store) and serialises back losslessly. The
+executor talks to models in these types; each model adapter converts them to its wire format.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "Usage",
+    "UserMessage",
+    "to_openai_messages",
+]
+
+
+class ToolCall(BaseModel):
+    """A complete tool call requested by the model; ``arguments`` is the raw JSON text it sent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class SystemMessage(BaseModel):
+    """Instructions for the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(BaseModel):
+    """What the user said."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(BaseModel):
+    """One model turn: its text and the tool calls it asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolMessage(BaseModel):
+    """The outcome of one tool call, given back to the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage,
+    Field(discriminator="role"),
+]
+"""Any conversation message; validates from a dict by its ``role``."""
+
+
+class Usage(BaseModel):
+    """Token counts, summed over every model call of a run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Convert messages to the OpenAI Chat Completions ``messages`` format."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                item["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in message.tool_calls
+                ]
+            out.append(item)
+        elif isinstance(message, ToolMessage):
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out

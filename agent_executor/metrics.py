@@ -1,0 +1,260 @@
+"""Prometheus metrics of SPEC section 6, one set per registry.
+
+``AgentExecutor(metrics=registry)`` records into ``registry`` (default: prometheus-client's
+default registry). Executors and the server sharing a registry share one :class:`Metrics`
+(:meth:`Metrics.for_registry`), so two executors never register a name twice. Label values
+are bounded: modes, outcomes, tool names from the registry (anything else is ``"unknown"``),
+guard and hook names, model names.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Iterable
+from typing import ClassVar
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from ._version import __version__
+from .errors import ErrorCode
+
+__all__ = ["OUTCOMES", "TOOL_STATUSES", "Metrics"]
+
+OUTCOMES: tuple[str, ...] = ("success", "cancelled", *(code.value for code in ErrorCode))
+TOOL_STATUSES: tuple[str, ...] = (
+    "success",
+    "error",
+    "invalid_arguments",
+    "not_found",
+    "timeout",
+    "rejected",
+    "cancelled",
+)
+HOOK_POINTS: tuple[str, ...] = (
+    "before_agent_start",
+    "before_model",
+    "after_model",
+    "before_tool_call",
+    "after_tool_call",
+)
+MODES: tuple[str, ...] = ("stream", "execute")
+UNKNOWN_TOOL = "unknown"
+
+# Bucket boundaries follow the OpenTelemetry GenAI semantic conventions where they exist.
+_RUN_BUCKETS = (
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+    163.84,
+    327.68,
+    655.36,
+)
+_TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    30.0,
+    60.0,
+)
+_LLM_BUCKETS = (
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+    163.84,
+)
+_QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_TOOL_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+)
+_TURN_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50)
+
+
+class Metrics:
+    """Every metric of SPEC section 6, registered in one registry."""
+
+    _by_registry: ClassVar[weakref.WeakKeyDictionary[CollectorRegistry, Metrics]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    @classmethod
+    def for_registry(cls, registry: CollectorRegistry | None = None) -> Metrics:
+        """The metrics of ``registry`` (created on first use)."""
+        registry = REGISTRY if registry is None else registry
+        metrics = cls._by_registry.get(registry)
+        if metrics is None:
+            metrics = cls._by_registry[registry] = cls(registry)
+        return metrics
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        p, r = "agent_executor_", registry
+        self.requests = Counter(
+            f"{p}requests_total",
+            "Runs by execution mode and outcome.",
+            ["mode", "outcome"],
+            registry=r,
+        )
+        self.request_duration = Histogram(
+            f"{p}request_duration_seconds",
+            "Run duration.",
+            ["mode"],
+            buckets=_RUN_BUCKETS,
+            registry=r,
+        )
+        self.time_to_first_token = Histogram(
+            f"{p}time_to_first_token_seconds",
+            "From run start to the first text delta.",
+            ["mode"],
+            buckets=_TTFT_BUCKETS,
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            f"{p}in_flight_requests", "Runs holding a concurrency permit.", registry=r
+        )
+        self.queued = Gauge(
+            f"{p}queued_requests", "Runs waiting for a concurrency permit.", registry=r
+        )
+        self.queue_wait = Histogram(
+            f"{p}queue_wait_seconds",
+            "Time spent waiting for a permit.",
+            buckets=_QUEUE_BUCKETS,
+            registry=r,
+        )
+        self.react_turns = Histogram(
+            f"{p}react_turns", "Model calls per run.", buckets=_TURN_BUCKETS, registry=r
+        )
+        self.tool_calls = Counter(
+            f"{p}tool_calls_total", "Tool calls by tool and status.", ["tool", "status"], registry=r
+        )
+        self.tool_duration = Histogram(
+            f"{p}tool_duration_seconds",
+            "Tool call duration.",
+            ["tool"],
+            buckets=_TOOL_BUCKETS,
+            registry=r,
+        )
+        self.guard_rejections = Counter(
+            f"{p}guard_rejections_total", "Runs refused by a guard.", ["guard", "code"], registry=r
+        )
+        self.hook_rejections = Counter(
+            f"{p}hook_rejections_total", "Steps refused by a hook.", ["hook"], registry=r
+        )
+        self.llm_requests = Counter(
+            f"{p}llm_requests_total",
+            "Model calls by model and outcome.",
+            ["model", "outcome"],
+            registry=r,
+        )
+        self.llm_duration = Histogram(
+            f"{p}llm_request_duration_seconds",
+            "Model call duration.",
+            ["model"],
+            buckets=_LLM_BUCKETS,
+            registry=r,
+        )
+        self.llm_retries = Counter(
+            f"{p}llm_retries_total", "Model calls retried.", ["model"], registry=r
+        )
+        self.llm_tokens = Counter(
+            f"{p}llm_tokens_total", "Tokens by model and type.", ["model", "type"], registry=r
+        )
+        self.sse_streams_active = Gauge(f"{p}sse_streams_active", "Open SSE streams.", registry=r)
+        self.sse_disconnects = Counter(
+            f"{p}sse_disconnects_total", "SSE clients that went away before done.", registry=r
+        )
+        build_info = Gauge(
+            f"{p}build_info",
+            "Version information (value 1).",
+            ["version", "python_version"],
+            registry=r,
+        )
+        build_info.labels(__version__, ".".join(map(str, sys.version_info[:3]))).set(1)
+        self._known_tools: set[str] = set()
+        for mode in MODES:
+            self.request_duration.labels(mode)
+            self.time_to_first_token.labels(mode)
+            for outcome in OUTCOMES:
+                self.requests.labels(mode, outcome)
+        for hook in HOOK_POINTS:
+            self.hook_rejections.labels(hook)
+        self.register_tools([UNKNOWN_TOOL])
+
+    def register_tools(self, names: Iterable[str]) -> None:
+        """Make tool names known label values, each status initialised to 0."""
+        for name in names:
+            if name in self._known_tools:
+                continue
+            self._known_tools.add(name)
+            self.tool_duration.labels(name)
+            for status in TOOL_STATUSES:
+                self.tool_calls.labels(name, status)
+
+    def tool_label(self, name: str) -> str:
+        """``name`` if it is a registered tool, else ``"unknown"`` (keeps labels bounded)."""
+        return name if name in self._known_tools else UNKNOWN_TOOL
+
+    def register_model(self, name: str) -> None:
+        """Initialise a model's label combinations to 0."""
+        for outcome in ("success", "error"):
+            self.llm_requests.labels(name, outcome)
+        for kind in ("input", "output"):
+            self.llm_tokens.labels(name, kind)
+        self.llm_retries.labels(name)
+        self.llm_duration.labels(name)
+
+    def register_guard(self, name: str, codes: Iterable[str]) -> None:
+        """Initialise a guard's rejection counters to 0."""
+        for code in codes:
+            self.guard_rejections.labels(name, code)

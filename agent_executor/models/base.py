@@ -1,0 +1,82 @@
+"""The model seam: :class:`ChatModel`, what it is asked (:class:`ModelRequest`) and what it
+streams back (:class:`ModelChunk`).
+
+A model adapter turns one request into a stream of chunks and translates its provider's
+failures into :class:`~agent_executor.errors.ModelError`. Everything else (retries, timeouts,
+tool-call assembly, events) happens once, in the executor, for every model alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..messages import Message, ToolCall, Usage
+
+__all__ = ["ChatModel", "ModelChunk", "ModelRequest", "ModelResponse", "ToolCallDelta"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a streamed tool call, as providers send them.
+
+    ``index`` says which call of the turn the fragment belongs to (``None`` is read as 0);
+    ``id`` and ``name`` usually come in a call's first fragment only; ``arguments`` is a piece
+    of the JSON text, to be concatenated with the call's other pieces.
+    """
+
+    index: int | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChunk:
+    """One streamed piece of a model turn: text, tool-call fragments, a finish reason, usage."""
+
+    text: str | None = None
+    tool_calls: tuple[ToolCallDelta, ...] | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One model call: the conversation so far, the tools on offer and provider parameters.
+
+    ``tools`` holds OpenAI-style function specs (``{"type": "function", "function": {...}}``);
+    it is empty when the model must answer without tools. ``before_model`` hooks may change
+    ``messages`` and ``params`` in place or return a new request.
+    """
+
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that streams a chat completion.
+
+    ``name`` labels metrics and logs (a bounded value such as ``"openai/gpt-4o-mini"``).
+    ``stream`` returns an async iterator of chunks; if the iterator has ``aclose()`` the
+    executor calls it when the turn ends early (cancellation, timeout, error).
+    Failures are raised as :class:`~agent_executor.errors.ModelError`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """One finished model turn, as assembled by the executor (given to ``after_model`` hooks)."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+    usage: Usage | None

@@ -1,0 +1,176 @@
+"""``LiteLLMModel``: any provider litellm supports, streamed chunk by chunk.
+
+This is the only module that imports litellm, and it does so on first use: litellm takes
+seconds and over 100 MiB to import. Before the import we set (unless the environment already
+does) ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (else it fetches a price list over the network),
+``LITELLM_MODE=PRODUCTION`` (else it loads ``./.env``) and ``LITELLM_LOG=ERROR``.
+
+litellm's own retries are switched off (``num_retries=0, max_retries=0``): the executor retries,
+and only before the first chunk. Provider errors are classified by ``status_code``, not by
+exception class, because litellm picks the class partly from the message text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+from ..errors import ModelError
+from ..messages import Usage, to_openai_messages
+from .base import ModelChunk, ModelRequest, ToolCallDelta
+
+__all__ = ["LiteLLMModel"]
+
+_litellm: ModuleType | None = None
+_IMPORT_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_MODE": "PRODUCTION",
+    "LITELLM_LOG": "ERROR",
+}
+
+
+def _import_litellm() -> ModuleType:
+    global _litellm
+    if _litellm is None:
+        for name, value in _IMPORT_ENV.items():
+            os.environ.setdefault(name, value)
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.disable_hf_tokenizer_download = True
+        _litellm = litellm
+    return _litellm
+
+
+class LiteLLMModel:
+    """A model reached through litellm, e.g. ``LiteLLMModel("openai/gpt-4o-mini")``.
+
+    ``api_base`` and ``api_key`` point it at any OpenAI-compatible server; other keyword
+    arguments (``temperature``, ``timeout``, ...) are passed to ``litellm.acompletion``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        **params: Any,
+    ) -> None:
+        self._model = model
+        self._params: dict[str, Any] = dict(params)
+        if api_base is not None:
+            self._params["api_base"] = api_base
+        if api_key is not None:
+            self._params["api_key"] = api_key
+
+    @property
+    def name(self) -> str:
+        """The litellm model string."""
+        return self._model
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream one completion, translating litellm's exceptions into :class:`ModelError`."""
+        litellm = _import_litellm()
+        kwargs: dict[str, Any] = {
+            **self._params,
+            **request.params,
+            "model": self._model,
+            "messages": to_openai_messages(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "num_retries": 0,
+            "max_retries": 0,
+            # litellm 1.106 imports the optional ``mcp`` package for any call with tools unless
+            # told to skip its MCP handler (the flag is not sent to the provider).
+            "_skip_mcp_handler": True,
+        }
+        if request.tools:
+            kwargs["tools"] = request.tools
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise _translate(exc) from exc
+        try:
+            async for chunk in response:
+                converted = _convert(chunk)
+                if converted is not None:
+                    yield converted
+        except Exception as exc:
+            raise _translate(exc) from exc
+        finally:
+            await _close(response)
+
+
+def _convert(chunk: Any) -> ModelChunk | None:
+    choices = getattr(chunk, "choices", None) or ()
+    usage = _usage(getattr(chunk, "usage", None))
+    if not choices:
+        return ModelChunk(usage=usage) if usage else None
+    choice = choices[0]
+    delta = getattr(choice, "delta", None)
+    text = getattr(delta, "content", None) if delta is not None else None
+    raw_calls = getattr(delta, "tool_calls", None) if delta is not None else None
+    calls = tuple(_delta(call) for call in raw_calls) if raw_calls else None
+    finish = getattr(choice, "finish_reason", None)
+    if not (text or calls or finish or usage):
+        return None
+    return ModelChunk(text=text or None, tool_calls=calls, finish_reason=finish, usage=usage)
+
+
+def _delta(call: Any) -> ToolCallDelta:
+    function = getattr(call, "function", None)
+    return ToolCallDelta(
+        index=getattr(call, "index", None),
+        id=getattr(call, "id", None) or None,
+        name=getattr(function, "name", None) or None,
+        arguments=getattr(function, "arguments", None) or None,
+    )
+
+
+def _usage(usage: Any) -> Usage | None:
+    if usage is None:
+        return None
+    prompt = getattr(usage, "prompt_tokens", None) or 0
+    completion = getattr(usage, "completion_tokens", None) or 0
+    if not (prompt or completion):
+        return None
+    return Usage(input_tokens=prompt, output_tokens=completion)
+
+
+def _translate(exc: Exception) -> ModelError:
+    """litellm's exception → :class:`ModelError` (the one place provider errors are mapped)."""
+    if isinstance(exc, ModelError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    retryable = status in (408, 409, 429) or (status is not None and status >= 500)
+    name = type(exc).__name__
+    if status is None and any(key in name for key in ("Connection", "Timeout", "Unavailable")):
+        retryable = True
+    message = getattr(exc, "message", None) or str(exc) or name
+    return ModelError(
+        f"{name}: {message}", retryable=retryable, status_code=status, retry_after=_retry_after(exc)
+    )
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+async def _close(response: Any) -> None:
+    for target in (response, getattr(response, "completion_stream", None)):
+        aclose = getattr(target, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
+            return

@@ -1,0 +1,65 @@
+"""What a run returns: :class:`AgentResult` and the records it is made of.
+
+These are pydantic models because they cross the wire (``POST /api/chat`` returns an
+``AgentResult``; the ``done`` event carries ``ToolCallRecord`` and ``Usage``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .messages import Usage
+
+__all__ = ["AgentResult", "ErrorInfo", "FinishReason", "ToolCallRecord", "ToolStatus"]
+
+ToolStatus = Literal[
+    "success", "error", "invalid_arguments", "not_found", "timeout", "rejected", "cancelled"
+]
+"""How a tool call ended (``tool_end.status``); none of these ends the run."""
+
+FinishReason = Literal["stop", "max_tool_calls", "max_turns", "error"]
+"""Why a run ended (``done.finish_reason``)."""
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call of a run and its outcome; ``result`` is the text the model was given."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    status: ToolStatus
+    duration_ms: float
+    result: str
+
+
+class ErrorInfo(BaseModel):
+    """Why a run failed: an ``error.code`` of SPEC section 3 and a human-readable message."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+    retry_after: float | None = None
+
+
+class AgentResult(BaseModel):
+    """The finished run returned by ``AgentExecutor.execute()``.
+
+    ``content`` is all text the model produced, exactly what ``execute_stream()`` yields as
+    ``message`` events; ``output`` is the validated structured output, if the command asked.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool
+    content: str
+    tool_calls: list[ToolCallRecord]
+    usage: Usage | None
+    error: ErrorInfo | None
+    duration_ms: float
+    finish_reason: FinishReason
+    output: Any = None

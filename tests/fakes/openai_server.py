@@ -1,0 +1,552 @@
+"""A scripted, OpenAI-compatible Chat Completions server for tests and benchmarks.
+
+Usage::
+
+    async with FakeOpenAIServer() as server:
+        server.script(
+            Stream(text_stream(["Hel", "lo"], usage=(10, 2))),
+            Status(503),
+        )
+        ...  # point the client at ``server.base_url``
+        assert len(server.requests) == 2
+
+Each request to ``POST /v1/chat/completions`` (or ``/chat/completions``) consumes
+the next scripted response.  When the script is exhausted the server answers
+HTTP 500 with ``"fake server script exhausted"`` so that unexpected extra
+requests (e.g. hidden retries) fail loudly.
+
+The server binds 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import math
+import socket
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from types import TracebackType
+
+__all__ = [
+    "FakeOpenAIServer",
+    "Json",
+    "Response",
+    "Status",
+    "Stream",
+    "chat_completion",
+    "chunk",
+    "error_body",
+    "text_stream",
+    "tool_call_stream",
+    "usage_chunk",
+]
+
+JsonDict: TypeAlias = dict[str, Any]
+
+EXHAUSTED_MESSAGE: Final = "fake server script exhausted"
+DEFAULT_MODEL: Final = "test-model"
+DEFAULT_CREATED: Final = 1_700_000_000
+
+# Realistic OpenAI error bodies per status: (message, type, code).  Note that
+# litellm maps errors partly by *message text* (e.g. "invalid_request_error"
+# without "Incorrect API key provided" becomes BadRequestError whatever the
+# status), so these mimic what OpenAI actually sends.
+_ERRORS: Final[Mapping[int, tuple[str, str, str | None]]] = {
+    400: ("Invalid request.", "invalid_request_error", None),
+    401: ("Incorrect API key provided: sk-test.", "invalid_request_error", "invalid_api_key"),
+    403: ("Forbidden.", "invalid_request_error", "unsupported_country_region_territory"),
+    404: (
+        "The model `test-model` does not exist or you do not have access to it.",
+        "invalid_request_error",
+        "model_not_found",
+    ),
+    429: (
+        "Rate limit reached for test-model on requests per min (RPM). Please try again later.",
+        "requests",
+        "rate_limit_exceeded",
+    ),
+    500: (
+        "The server had an error while processing your request. Sorry about that!",
+        "server_error",
+        None,
+    ),
+    502: ("Bad gateway.", "server_error", None),
+    503: ("The server is overloaded or not ready yet.", "server_error", None),
+}
+
+
+# --------------------------------------------------------------------------- #
+# Response kinds
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A ``text/event-stream`` answer: each chunk is sent as ``data: {json}\\n\\n``.
+
+    ``drop_after=N`` abruptly closes the TCP connection after N chunks (no
+    ``[DONE]``, no chunked-encoding terminator).  ``stall_after=N`` stops sending
+    after N chunks and waits until the client disconnects or the server stops.
+    ``latency`` delays the response headers (time to first byte).
+    """
+
+    chunks: list[JsonDict]
+    delay: float = 0.0
+    drop_after: int | None = None
+    stall_after: int | None = None
+    latency: float = 0.0
+
+
+@dataclass(frozen=True)
+class Status:
+    """A plain (non-streaming) HTTP error answer with an OpenAI-style error body."""
+
+    status: int
+    body: JsonDict | None = None
+    headers: dict[str, str] | None = None
+    latency: float = 0.0
+
+
+@dataclass(frozen=True)
+class Json:
+    """A non-streaming HTTP 200 JSON answer (for ``stream: false`` requests)."""
+
+    body: JsonDict
+    headers: dict[str, str] = field(default_factory=dict)
+    latency: float = 0.0
+
+
+Response: TypeAlias = Stream | Status | Json
+
+
+def error_body(status: int, message: str | None = None, *, code: str | None = None) -> JsonDict:
+    """OpenAI-style error body ``{"error": {message, type, param, code}}`` for ``status``."""
+    default_message, err_type, default_code = _ERRORS.get(
+        status, (f"fake upstream error (HTTP {status})", "server_error", None)
+    )
+    return {
+        "error": {
+            "message": message if message is not None else default_message,
+            "type": err_type,
+            "param": None,
+            "code": code if code is not None else default_code,
+        }
+    }
+
+
+# --------------------------------------------------------------------------- #
+# Chunk builders (real ``chat.completion.chunk`` shape)
+# --------------------------------------------------------------------------- #
+
+_ids = itertools.count(1)
+
+
+def _new_id() -> str:
+    return f"chatcmpl-fake{next(_ids):06d}"
+
+
+def chunk(
+    delta: JsonDict,
+    *,
+    finish_reason: str | None = None,
+    id: str = "chatcmpl-fake",
+    model: str = DEFAULT_MODEL,
+    created: int = DEFAULT_CREATED,
+    with_usage_field: bool = False,
+) -> JsonDict:
+    """One ``chat.completion.chunk`` with a single choice carrying ``delta``."""
+    out: JsonDict = {
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "delta": delta,
+                "logprobs": None,
+                "finish_reason": finish_reason,
+            }
+        ],
+    }
+    if with_usage_field:
+        out["usage"] = None
+    return out
+
+
+def usage_chunk(
+    prompt_tokens: int,
+    completion_tokens: int,
+    *,
+    id: str = "chatcmpl-fake",
+    model: str = DEFAULT_MODEL,
+    created: int = DEFAULT_CREATED,
+) -> JsonDict:
+    """The trailing usage chunk OpenAI sends with ``stream_options.include_usage``."""
+    return {
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _finish(
+    out: list[JsonDict],
+    finish_reason: str | None,
+    usage: tuple[int, int] | None,
+    *,
+    id: str,
+    model: str,
+) -> list[JsonDict]:
+    with_usage = usage is not None
+    if finish_reason is not None:
+        out.append(
+            chunk(
+                {},
+                finish_reason=finish_reason,
+                id=id,
+                model=model,
+                with_usage_field=with_usage,
+            )
+        )
+    if usage is not None:
+        out.append(usage_chunk(usage[0], usage[1], id=id, model=model))
+    return out
+
+
+def text_stream(
+    text_pieces: Sequence[str],
+    *,
+    finish_reason: str | None = "stop",
+    usage: tuple[int, int] | None = None,
+    model: str = DEFAULT_MODEL,
+) -> list[JsonDict]:
+    """Chunks for a plain text answer.
+
+    First chunk is ``{"role": "assistant", "content": ""}`` (as OpenAI sends),
+    then one chunk per piece, then an empty delta with ``finish_reason`` and,
+    if ``usage=(prompt, completion)`` is given, a ``choices: []`` usage chunk.
+    """
+    cid = _new_id()
+    wu = usage is not None
+    out = [
+        chunk(
+            {"role": "assistant", "content": ""},
+            id=cid,
+            model=model,
+            with_usage_field=wu,
+        )
+    ]
+    out.extend(chunk({"content": p}, id=cid, model=model, with_usage_field=wu) for p in text_pieces)
+    return _finish(out, finish_reason, usage, id=cid, model=model)
+
+
+def _split(s: str, size: int) -> list[str]:
+    return [s[i : i + size] for i in range(0, len(s), size)]
+
+
+def tool_call_stream(
+    calls: Sequence[tuple[str, str, Mapping[str, Any] | str]],
+    *,
+    fragment_size: int = 1,
+    interleave: bool = False,
+    text_before: Sequence[str] = (),
+    finish_reason: str | None = "tool_calls",
+    usage: tuple[int, int] | None = None,
+    model: str = DEFAULT_MODEL,
+) -> list[JsonDict]:
+    """Chunks for an answer with tool calls ``(id, name, arguments)``.
+
+    ``arguments`` may be a mapping (JSON-serialised compactly) or a raw string
+    (e.g. deliberately malformed JSON).  Per call, the first delta carries
+    ``index``, ``id``, ``type`` and ``function: {name, arguments: ""}``; later
+    deltas carry only ``index`` and ``function: {arguments: <fragment>}``.
+    With ``interleave=True`` the per-call delta sequences are emitted
+    round-robin (call 0, call 1, ..., call 0, ...).
+    """
+    if fragment_size < 1:
+        raise ValueError("fragment_size must be >= 1")
+    cid = _new_id()
+    wu = usage is not None
+
+    per_call: list[list[JsonDict]] = []
+    for index, (call_id, name, arguments) in enumerate(calls):
+        args = (
+            arguments
+            if isinstance(arguments, str)
+            else json.dumps(arguments, separators=(",", ":"))
+        )
+        seq: list[JsonDict] = [
+            {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+        ]
+        seq.extend(
+            {"index": index, "function": {"arguments": frag}}
+            for frag in _split(args, fragment_size)
+        )
+        per_call.append(seq)
+
+    ordered: list[JsonDict]
+    if interleave:
+        ordered = [d for group in itertools.zip_longest(*per_call) for d in group if d is not None]
+    else:
+        ordered = [d for seq in per_call for d in seq]
+
+    out: list[JsonDict] = []
+    if text_before:
+        out.append(
+            chunk(
+                {"role": "assistant", "content": ""},
+                id=cid,
+                model=model,
+                with_usage_field=wu,
+            )
+        )
+        out.extend(
+            chunk({"content": p}, id=cid, model=model, with_usage_field=wu) for p in text_before
+        )
+    for i, tc in enumerate(ordered):
+        delta: JsonDict = {"tool_calls": [tc]}
+        if i == 0 and not text_before:
+            delta = {"role": "assistant", "content": None, **delta}
+        out.append(chunk(delta, id=cid, model=model, with_usage_field=wu))
+    return _finish(out, finish_reason, usage, id=cid, model=model)
+
+
+def chat_completion(
+    content: str | None = None,
+    *,
+    tool_calls: Sequence[tuple[str, str, Mapping[str, Any] | str]] = (),
+    finish_reason: str | None = None,
+    usage: tuple[int, int] = (0, 0),
+    model: str = DEFAULT_MODEL,
+) -> JsonDict:
+    """A non-streaming ``chat.completion`` body (use with :class:`Json`)."""
+    message: JsonDict = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args
+                    if isinstance(args, str)
+                    else json.dumps(args, separators=(",", ":")),
+                },
+            }
+            for call_id, name, args in tool_calls
+        ]
+    if finish_reason is None:
+        finish_reason = "tool_calls" if tool_calls else "stop"
+    return {
+        "id": _new_id(),
+        "object": "chat.completion",
+        "created": DEFAULT_CREATED,
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        },
+    }
+
+
+# --------------------------------------------------------------------------- #
+# Server
+# --------------------------------------------------------------------------- #
+
+
+class FakeOpenAIServer:
+    """Scripted OpenAI-compatible server on ``127.0.0.1:<free port>``."""
+
+    def __init__(self, *, host: str = "127.0.0.1") -> None:
+        self._host = host
+        self._queue: deque[Response] = deque()
+        self._runner: web.AppRunner | None = None
+        self._stopping = asyncio.Event()
+        self._port: int | None = None
+        #: JSON bodies of every request received, in order.
+        self.requests: list[JsonDict] = []
+        #: Headers of every request received (parallel to ``requests``).
+        self.request_headers: list[dict[str, str]] = []
+        #: Number of streams cut by ``drop_after`` / currently stalled.
+        self.dropped = 0
+        self.stalled = 0
+
+    # -- scripting --------------------------------------------------------- #
+
+    def script(self, *responses: Response) -> None:
+        """Queue responses; each request consumes the next one."""
+        self._queue.extend(responses)
+
+    @property
+    def pending(self) -> int:
+        """Number of scripted responses not yet consumed."""
+        return len(self._queue)
+
+    # -- lifecycle --------------------------------------------------------- #
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self.port}/v1"
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/chat/completions", self._handle)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._host, 0))
+        self._port = int(sock.getsockname()[1])
+        site = web.SockSite(runner, sock)
+        await site.start()
+        self._runner = runner
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -- request handling -------------------------------------------------- #
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        self.requests.append(body if isinstance(body, dict) else {"_json": body})
+        self.request_headers.append(dict(request.headers))
+
+        if not self._queue:
+            return web.json_response(
+                error_body(500, EXHAUSTED_MESSAGE, code="script_exhausted"),
+                status=500,
+            )
+        resp = self._queue.popleft()
+        if resp.latency > 0 and not await self._wait(request, resp.latency):
+            return self._close(request, web.Response(status=499))
+        if isinstance(resp, Status):
+            return web.json_response(
+                resp.body if resp.body is not None else error_body(resp.status),
+                status=resp.status,
+                headers=resp.headers,
+            )
+        if isinstance(resp, Json):
+            return web.json_response(resp.body, headers=resp.headers)
+        return await self._stream(request, resp)
+
+    async def _stream(self, request: web.Request, spec: Stream) -> web.StreamResponse:
+        resp = web.StreamResponse(
+            status=200,
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+            },
+        )
+        await resp.prepare(request)
+        try:
+            for n, data in enumerate(spec.chunks):
+                if spec.drop_after is not None and n >= spec.drop_after:
+                    return self._drop(request, resp)
+                if spec.stall_after is not None and n >= spec.stall_after:
+                    return await self._stall(request, resp)
+                if n and spec.delay:
+                    await asyncio.sleep(spec.delay)
+                await resp.write(f"data: {json.dumps(data)}\n\n".encode())
+            if spec.drop_after is not None:
+                return self._drop(request, resp)
+            if spec.stall_after is not None:
+                return await self._stall(request, resp)
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        except ConnectionError:
+            pass  # client went away
+        return resp
+
+    @staticmethod
+    def _close(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+        transport = request.transport
+        if transport is not None:
+            transport.close()
+        return resp
+
+    def _drop(self, request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+        self.dropped += 1
+        return self._close(request, resp)  # no [DONE], no chunked terminator
+
+    async def _wait(self, request: web.Request, seconds: float) -> bool:
+        """Sleep up to ``seconds``; False if the client left or the server is stopping."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while not self._stopping.is_set():
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                return False
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return True
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=min(remaining, 0.05))
+        return False
+
+    async def _stall(self, request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+        self.stalled += 1
+        try:
+            await self._wait(request, math.inf)
+        finally:
+            self.stalled -= 1
+        return self._close(request, resp)

@@ -1,0 +1,138 @@
+"""Tool-call delta assembly: pure, so tested exhaustively and by property."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_executor import ToolCall, ToolCallDelta
+from agent_executor._assembler import ToolCallAssembler
+
+
+def assemble(*deltas: ToolCallDelta) -> list[ToolCall]:
+    assembler = ToolCallAssembler()
+    assembler.add_all(deltas)
+    return assembler.calls()
+
+
+def test_id_and_name_in_the_first_fragment_arguments_in_many() -> None:
+    calls = assemble(
+        ToolCallDelta(index=0, id="c1", name="get_weather", arguments=""),
+        ToolCallDelta(index=0, arguments='{"ci'),
+        ToolCallDelta(index=0, arguments='ty": "Paris"}'),
+    )
+    assert calls == [ToolCall(id="c1", name="get_weather", arguments='{"city": "Paris"}')]
+
+
+def test_interleaved_calls_are_kept_apart_in_order_of_first_appearance() -> None:
+    calls = assemble(
+        ToolCallDelta(index=1, id="b", name="second", arguments='{"x"'),
+        ToolCallDelta(index=0, id="a", name="first", arguments='{"y"'),
+        ToolCallDelta(index=1, arguments=": 1}"),
+        ToolCallDelta(index=0, arguments=": 2}"),
+    )
+    assert calls == [
+        ToolCall(id="b", name="second", arguments='{"x": 1}'),
+        ToolCall(id="a", name="first", arguments='{"y": 2}'),
+    ]
+
+
+def test_missing_index_is_index_zero() -> None:
+    calls = assemble(
+        ToolCallDelta(id="c", name="t", arguments='{"a"'),
+        ToolCallDelta(index=0, arguments=": 1}"),
+    )
+    assert calls == [ToolCall(id="c", name="t", arguments='{"a": 1}')]
+
+
+def test_missing_id_is_generated_and_unique() -> None:
+    calls = assemble(
+        ToolCallDelta(index=0, name="t", arguments="{}"),
+        ToolCallDelta(index=1, name="t", arguments="{}"),
+    )
+    assert all(call.id.startswith("call_") for call in calls)
+    assert calls[0].id != calls[1].id
+
+
+def test_a_new_id_at_a_used_index_starts_a_new_call() -> None:
+    calls = assemble(
+        ToolCallDelta(index=0, id="a", name="t", arguments='{"n": 1}'),
+        ToolCallDelta(index=0, id="b", name="t", arguments='{"n": 2}'),
+    )
+    assert [(c.id, c.arguments) for c in calls] == [("a", '{"n": 1}'), ("b", '{"n": 2}')]
+
+
+def test_a_repeated_id_or_name_is_not_duplicated() -> None:
+    calls = assemble(
+        ToolCallDelta(index=0, id="a", name="tool", arguments='{"n":'),
+        ToolCallDelta(index=0, id="a", name="tool", arguments=" 1}"),
+    )
+    assert calls == [ToolCall(id="a", name="tool", arguments='{"n": 1}')]
+
+
+def test_empty_arguments_become_an_empty_object() -> None:
+    assert assemble(ToolCallDelta(index=0, id="a", name="t"))[0].arguments == "{}"
+
+
+def test_nothing_added_means_no_calls() -> None:
+    assembler = ToolCallAssembler()
+    assert not assembler
+    assert assembler.calls() == []
+
+
+arguments_json = st.dictionaries(
+    st.text(min_size=1, max_size=8),
+    st.one_of(
+        st.integers(),
+        st.text(max_size=20),
+        st.booleans(),
+        st.none(),
+        st.lists(st.integers(), max_size=3),
+    ),
+    max_size=5,
+).map(json.dumps)
+
+
+def _split(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    bounds = [0, *points, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@given(
+    calls=st.lists(
+        st.tuples(st.from_regex(r"[a-z_]{1,12}", fullmatch=True), arguments_json),
+        min_size=1,
+        max_size=4,
+    ),
+    cuts=st.lists(
+        st.lists(st.integers(min_value=0, max_value=500), max_size=30), min_size=4, max_size=4
+    ),
+    interleave_seed=st.randoms(use_true_random=False),
+)
+def test_any_split_and_interleaving_assembles_to_the_same_calls(
+    calls: list[tuple[str, str]], cuts: list[list[int]], interleave_seed: object
+) -> None:
+    streams = []
+    for index, (name, arguments) in enumerate(calls):
+        first = ToolCallDelta(index=index, id=f"id{index}", name=name)
+        rest = [
+            ToolCallDelta(index=index, arguments=piece) for piece in _split(arguments, cuts[index])
+        ]
+        streams.append([first, *rest])
+    merged: list[ToolCallDelta] = []
+    rng = interleave_seed
+    while any(streams):
+        live = [s for s in streams if s]
+        merged.append(rng.choice(live).pop(0))  # type: ignore[attr-defined]
+
+    assembled = assemble(*merged)
+
+    expected = [
+        ToolCall(id=f"id{i}", name=name, arguments=arguments.strip() or "{}")
+        for i, (name, arguments) in enumerate(calls)
+    ]
+    assert sorted(assembled, key=lambda c: c.id) == expected

@@ -1,0 +1,192 @@
+"""``LiteLLMModel`` through real litellm against a local OpenAI-compatible streaming server.
+
+The fake server speaks the real ``chat.completion.chunk`` SSE format on 127.0.0.1; the same
+behaviours are checked as with ScriptedModel: streamed text, split and interleaved tool-call
+deltas, usage, retries before the first chunk only, dropped and stalled streams.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from agent_executor import (
+    AgentCommand,
+    AgentExecutor,
+    DoneEvent,
+    ErrorEvent,
+    LiteLLMModel,
+    MessageEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+    Usage,
+    tool,
+)
+
+from .fakes.openai_server import FakeOpenAIServer, Status, Stream, text_stream, tool_call_stream
+from .helpers import collect, sample, strip_timing
+
+MODEL = "openai/test-model"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather for a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def get_time(zone: str) -> str:
+    """Time in a zone."""
+    return f"noon in {zone}"
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeOpenAIServer]:
+    async with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def executor_for(server: FakeOpenAIServer, **options: object) -> AgentExecutor:
+    model = LiteLLMModel(MODEL, api_base=server.base_url, api_key="sk-test")
+    return AgentExecutor(model=model, tools=[get_weather, get_time], metrics=CollectorRegistry(),
+                         retry_backoff=0.01, **options)  # type: ignore[arg-type]
+
+
+async def test_text_streams_delta_by_delta_with_usage(server: FakeOpenAIServer) -> None:
+    server.script(Stream(text_stream(["Hel", "lo ", "world"], usage=(12, 3))))
+    executor = executor_for(server)
+
+    events = strip_timing(await collect(executor, "hi"))
+
+    assert events == [
+        MessageEvent("Hel"),
+        MessageEvent("lo "),
+        MessageEvent("world"),
+        DoneEvent(finish_reason="stop", usage=Usage(input_tokens=12, output_tokens=3),
+                  tool_calls=[], duration_ms=0),
+    ]
+    body = server.requests[0]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_weather", "get_time"]
+
+
+async def test_split_interleaved_tool_calls_and_the_follow_up_request(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(
+        Stream(tool_call_stream(
+            [("call_w", "get_weather", {"city": "Lyon"}), ("call_t", "get_time", {"zone": "CET"})],
+            fragment_size=1, interleave=True, text_before=["Checking"], usage=(20, 10))),
+        Stream(text_stream(["Sunny ", "at noon."], usage=(40, 4))),
+    )
+    executor = executor_for(server)
+
+    events = await collect(executor, "weather and time in Lyon?")
+
+    starts = [(e.call_id, e.tool, e.arguments) for e in events if isinstance(e, ToolStartEvent)]
+    assert sorted(starts) == [("call_t", "get_time", {"zone": "CET"}),
+                              ("call_w", "get_weather", {"city": "Lyon"})]
+    assert sorted(e.status for e in events if isinstance(e, ToolEndEvent)) == ["success"] * 2
+    done = events[-1]
+    assert isinstance(done, DoneEvent)
+    assert done.usage == Usage(input_tokens=60, output_tokens=14)
+    assert [r.result for r in done.tool_calls] == ["sunny in Lyon", "noon in CET"]
+    text = "".join(e.text for e in events if isinstance(e, MessageEvent))
+    assert text == "CheckingSunny at noon."
+    follow_up = server.requests[1]["messages"]
+    assistant = follow_up[1]
+    assert (assistant["role"], assistant["content"]) == ("assistant", "Checking")
+    assert [
+        (c["id"], c["type"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+        for c in assistant["tool_calls"]
+    ] == [("call_w", "function", "get_weather", {"city": "Lyon"}),
+          ("call_t", "function", "get_time", {"zone": "CET"})]
+    assert follow_up[2:] == [
+        {"role": "tool", "tool_call_id": "call_w", "content": "sunny in Lyon"},
+        {"role": "tool", "tool_call_id": "call_t", "content": "noon in CET"},
+    ]
+
+
+async def test_a_503_before_the_first_chunk_is_retried(server: FakeOpenAIServer) -> None:
+    server.script(Status(503), Stream(text_stream(["after retry"])))
+    executor = executor_for(server)
+
+    result = await executor.execute(AgentCommand(user_prompt="hi"))
+
+    assert result.success and result.content == "after retry"
+    assert len(server.requests) == 2
+    registry = executor.metrics.registry
+    assert sample(registry, "agent_executor_llm_retries_total", model=MODEL) == 1
+    assert sample(registry, "agent_executor_llm_requests_total", model=MODEL,
+                  outcome="success") == 1
+
+
+async def test_a_429_honours_retry_after_then_gives_up(server: FakeOpenAIServer) -> None:
+    server.script(*[Status(429, headers={"Retry-After": "0"})] * 3)
+    executor = executor_for(server)
+
+    result = await executor.execute(AgentCommand(user_prompt="hi"))
+
+    assert result.error is not None and result.error.code == "llm_error"
+    assert "RateLimitError" in result.error.message
+    assert len(server.requests) == 3  # first try + model_retries=2
+
+
+async def test_a_401_is_not_retried(server: FakeOpenAIServer) -> None:
+    server.script(Status(401))
+    executor = executor_for(server)
+
+    result = await executor.execute(AgentCommand(user_prompt="hi"))
+
+    assert result.error is not None and result.error.code == "llm_error"
+    assert "Incorrect API key" in result.error.message
+    assert len(server.requests) == 1
+    assert sample(executor.metrics.registry, "agent_executor_llm_requests_total", model=MODEL,
+                  outcome="error") == 1
+
+
+async def test_a_connection_dropped_mid_stream_is_not_retried(server: FakeOpenAIServer) -> None:
+    server.script(Stream(text_stream(["one ", "two ", "three"]), drop_after=3))
+    executor = executor_for(server)
+    command = AgentCommand(user_prompt="hi", user_id="u", session_id="s")
+
+    events = await collect(executor, command)
+
+    texts = [e.text for e in events if isinstance(e, MessageEvent)]
+    assert texts == ["one ", "two "]
+    assert isinstance(events[-2], ErrorEvent) and events[-2].code == "llm_error"
+    assert isinstance(events[-1], DoneEvent) and events[-1].finish_reason == "error"
+    assert len(server.requests) == 1
+    assert await executor.memory.load("u", "s") == []
+
+
+async def test_a_stalled_stream_ends_with_an_idle_timeout(server: FakeOpenAIServer) -> None:
+    server.script(Stream(text_stream(["start"]), stall_after=2))
+    executor = executor_for(server, stream_idle_timeout=0.2)
+
+    events = await collect(executor, "hi")
+
+    assert events[0] == MessageEvent("start")
+    assert isinstance(events[1], ErrorEvent) and "idle timeout" in events[1].message
+    assert isinstance(events[2], DoneEvent)
+
+
+async def test_connection_refused_is_an_llm_error_after_retries() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = LiteLLMModel(MODEL, api_base=f"http://127.0.0.1:{port}/v1", api_key="sk-test")
+    executor = AgentExecutor(model=model, metrics=CollectorRegistry(), retry_backoff=0.01)
+
+    result = await executor.execute(AgentCommand(user_prompt="hi"))
+
+    assert result.error is not None and result.error.code == "llm_error"
+    assert sample(executor.metrics.registry, "agent_executor_llm_retries_total",
+                  model=MODEL) == 2
