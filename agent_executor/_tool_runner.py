@@ -35,7 +35,7 @@ class ToolLimits:
     timeout: float | None = 30.0
     max_parallel: int = 8
     max_result_chars: int = 100_000
-    identical_call_limit: int = 3
+    max_identical_calls: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +72,19 @@ class ToolRunner:
         limit_hit = any(r is not None and r.over_limit for r in refusals)
         slots: list[ToolCallRecord | None] = [None] * len(calls)
         limiter = anyio.CapacityLimiter(self._limits.max_parallel)
-        async with anyio.create_task_group() as tg:
-            for index, (call, refusal) in enumerate(zip(calls, refusals, strict=True)):
-                tg.start_soon(self._one, run, call, refusal, limiter, slots, index)
-        for call, record in zip(calls, slots, strict=True):
-            assert record is not None
-            run.records.append(record)
-            run.add(ToolMessage(tool_call_id=call.id, name=call.name, content=record.result))
+        try:
+            async with anyio.create_task_group() as tg:
+                for index, (call, refusal) in enumerate(zip(calls, refusals, strict=True)):
+                    tg.start_soon(self._one, run, call, refusal, limiter, slots, index)
+        finally:
+            # Calls that finished are recorded even if the turn was cut short (a timeout);
+            # the unfinished ones are still in ``run.pending``.
+            for call, record in zip(calls, slots, strict=True):
+                if record is not None:
+                    run.records.append(record)
+                    run.add(
+                        ToolMessage(tool_call_id=call.id, name=call.name, content=record.result)
+                    )
         return limit_hit
 
     def _plan(self, run: Run, call: ToolCall, max_calls: int | None) -> Refusal | None:
@@ -86,11 +92,11 @@ class ToolRunner:
         key = (call.name, _canonical(call.arguments))
         run.identical_streak = run.identical_streak + 1 if key == run.last_call_key else 1
         run.last_call_key = key
-        limit = self._limits.identical_call_limit
-        if limit and run.identical_streak >= limit:
+        limit = self._limits.max_identical_calls
+        if limit and run.identical_streak > limit:
             return Refusal(
                 "rejected",
-                f"refused: {call.name} was called {limit} times in a row "
+                f"refused: {call.name} was already called {limit} times in a row "
                 "with the same arguments; use the result you already have",
             )
         if max_calls is not None and run.tool_calls_made >= max_calls:

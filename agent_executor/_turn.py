@@ -96,7 +96,7 @@ async def stream_turn(
             await _consume(stream, first, state, policy.idle_timeout, emit, on_first_text)
         finally:
             await _close(stream)
-    except ModelError:
+    except Exception:
         metrics.record(started, state.usage, ok=False)
         raise
     metrics.record(started, state.usage, ok=True)

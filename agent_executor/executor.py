@@ -14,7 +14,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -81,10 +81,11 @@ class AgentExecutor:
         max_tool_calls: int = 20,
         max_turns: int = 10,
         max_parallel_tools: int = 8,
-        identical_call_limit: int = 3,
+        max_identical_calls: int = 2,
         max_tool_result_chars: int = 100_000,
         model_retries: int = 2,
         retry_backoff: float = 0.5,
+        retry_max_backoff: float = 8.0,
         first_token_timeout: float | None = 60.0,
         stream_idle_timeout: float | None = 60.0,
         memory: ConversationStore | None = None,
@@ -116,6 +117,7 @@ class AgentExecutor:
         self._policy = ModelPolicy(
             retries=model_retries,
             backoff=retry_backoff,
+            max_backoff=retry_max_backoff,
             first_token_timeout=first_token_timeout,
             idle_timeout=stream_idle_timeout,
         )
@@ -126,7 +128,7 @@ class AgentExecutor:
                 timeout=tool_timeout,
                 max_parallel=max_parallel_tools,
                 max_result_chars=max_tool_result_chars,
-                identical_call_limit=identical_call_limit,
+                max_identical_calls=max_identical_calls,
             ),
             self._hooks,
             self.metrics,
@@ -148,7 +150,7 @@ class AgentExecutor:
 
     async def execute_stream(
         self, command: AgentCommand, *, request_id: str | None = None
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Yield the run's events as they happen; the last one is always a ``DoneEvent``.
 
         Leaving early (``break``, ``aclose()``, cancelling the consuming task) cancels the run:
@@ -316,23 +318,29 @@ class AgentExecutor:
         max_calls = command.max_tool_calls
         if max_calls is None:
             max_calls = self._max_tool_calls
-        offer_tools = True
+        offer_tools, limit_hit = max_calls > 0, False
         while run.turns < self._max_turns:
             response = await self._model_turn(run, self._tool_specs if offer_tools else [])
             calls = response.tool_calls if offer_tools else ()
             run.add(AssistantMessage(content=response.text, tool_calls=calls))
-            if not offer_tools:
-                run.finish_reason = "max_tool_calls"
-                return
             if not calls:
+                if limit_hit:
+                    run.finish_reason = "max_tool_calls"
                 if output is None or self._accept(run, output, response.text):
                     return
                 continue
             refusal = self._refusal(run, response)
-            offer_tools = not await self._tool_runner.run_calls(
+            limit_hit = await self._tool_runner.run_calls(
                 run, calls, max_calls=max_calls, refuse_all=refusal
             )
+            offer_tools = not limit_hit
         run.finish_reason = "max_turns"
+        if output is not None:
+            raise RunFailed(
+                ErrorCode.UNSUPPORTED_FORMAT,
+                f"max_turns ({self._max_turns}) was reached before an answer in the requested "
+                "format",
+            )
 
     def _refusal(self, run: Run, response: ModelResponse) -> Refusal | None:
         """Calls not to run at all: cut off mid-arguments, or with no turn left to use them."""

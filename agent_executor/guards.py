@@ -32,7 +32,7 @@ class Guard(Protocol):
     async def check(self, ctx: RunContext) -> None: ...
 
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class InputValidationGuard:

@@ -9,7 +9,9 @@ string can use ``%(request_id)s``.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -17,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "LOG_FIELDS",
+    "JsonLogFormatter",
     "LogContextFilter",
     "current_log_context",
     "install_log_context",
@@ -87,3 +90,21 @@ def _stamp(record: logging.LogRecord) -> None:
     record.request_id = _request_id.get()
     record.user_id = _user_id.get()
     record.session_id = _session_id.get()
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and the run's ids."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in LOG_FIELDS:
+            entry[name] = getattr(record, name, _UNSET)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)

@@ -11,8 +11,7 @@ from .helpers import collect
 
 
 def demo_executor(registry: object) -> AgentExecutor:
-    return AgentExecutor(model=DemoModel(word_delay=0), tools=DEMO_TOOLS,
-                         metrics=registry)  # type: ignore[arg-type]
+    return AgentExecutor(model=DemoModel(word_delay=0), tools=DEMO_TOOLS, metrics=registry)  # type: ignore[arg-type]
 
 
 async def test_weather_question_calls_get_weather_then_answers(registry: object) -> None:
@@ -27,10 +26,13 @@ async def test_weather_question_calls_get_weather_then_answers(registry: object)
 
 async def test_weather_and_time_are_called_together(registry: object) -> None:
     result = await demo_executor(registry).execute(
-        AgentCommand(user_prompt="What is the weather and the time in Tokyo?"))
+        AgentCommand(user_prompt="What is the weather and the time in Tokyo?")
+    )
 
     assert [(r.tool, r.status) for r in result.tool_calls] == [
-        ("get_weather", "success"), ("get_time", "success")]
+        ("get_weather", "success"),
+        ("get_time", "success"),
+    ]
     assert result.tool_calls[1].arguments == {"timezone": "Asia/Tokyo"}
     assert "(Asia/Tokyo)" in result.content
     assert result.usage is not None and result.usage.input_tokens > 0

@@ -308,3 +308,47 @@ async def test_text_turn_helper_usage_is_reported() -> None:
     executor = make_executor([text_turn("a b", usage=(1, 2))])
     result = await executor.execute(AgentCommand(user_prompt="x"))
     assert result.usage is not None and result.usage.total_tokens == 3
+
+
+async def test_calls_finished_before_a_timeout_keep_their_records() -> None:
+    @tool
+    def quick() -> str:
+        """Returns at once."""
+        return "quick result"
+
+    @tool
+    async def stuck() -> str:
+        """Never returns."""
+        await anyio.sleep(10)
+        return "never"
+
+    executor = make_executor(
+        [tool_turn(call("quick", id="q"), call("stuck", id="s"))],
+        [quick, stuck],
+        request_timeout=0.2,
+    )
+
+    result = await executor.execute(AgentCommand(user_prompt="go"))
+
+    assert result.error is not None and result.error.code == "timeout"
+    assert sorted((r.call_id, r.status) for r in result.tool_calls) == [
+        ("q", "success"),
+        ("s", "cancelled"),
+    ]
+
+
+async def test_a_model_that_breaks_is_counted_as_an_llm_error() -> None:
+    executor = make_executor([RuntimeError("adapter bug")])
+
+    result = await executor.execute(AgentCommand(user_prompt="hi"))
+
+    assert result.error is not None and result.error.code == "internal_error"
+    assert (
+        sample(
+            executor.metrics.registry,
+            "agent_executor_llm_requests_total",
+            model="scripted",
+            outcome="error",
+        )
+        == 1
+    )

@@ -251,13 +251,24 @@ async def test_max_tool_calls_refuses_further_calls_and_asks_for_a_final_answer(
 
 async def test_command_max_tool_calls_overrides_the_executor() -> None:
     executor = make_executor(
-        [tool_turn(call("add", {"a": 1, "b": 1})), "no tools then"], [add], max_tool_calls=5
+        [tool_turn(call("add", {"a": 1, "b": 1}), call("add", {"a": 2, "b": 2})), "3 and 4"],
+        [add],
+        max_tool_calls=5,
     )
+
+    result = await executor.execute(AgentCommand(user_prompt="go", max_tool_calls=1))
+
+    assert result.finish_reason == "max_tool_calls"
+    assert [r.status for r in result.tool_calls] == ["success", "rejected"]
+
+
+async def test_max_tool_calls_zero_offers_no_tools() -> None:
+    executor = make_executor(["plain answer"], [add])
 
     result = await executor.execute(AgentCommand(user_prompt="go", max_tool_calls=0))
 
-    assert result.finish_reason == "max_tool_calls"
-    assert [r.status for r in result.tool_calls] == ["rejected"]
+    assert (result.finish_reason, result.content) == ("stop", "plain answer")
+    assert executor.model.requests[0].tools == []  # type: ignore[attr-defined]
 
 
 async def test_max_turns_ends_the_run_without_running_the_last_calls() -> None:
@@ -289,7 +300,7 @@ async def test_identical_calls_in_a_row_are_refused() -> None:
     result = await executor.execute(AgentCommand(user_prompt="go"))
 
     assert [r.status for r in result.tool_calls] == ["success", "success", "rejected"]
-    assert "3 times in a row" in result.tool_calls[2].result
+    assert "already called 2 times in a row" in result.tool_calls[2].result
     assert result.finish_reason == "stop"
 
 

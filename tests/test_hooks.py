@@ -38,15 +38,18 @@ class Steering(Hook):
     async def before_tool_call(self, ctx: RunContext, call: ToolCall) -> ToolCall:
         return call.model_copy(update={"arguments": '{"path": "/tmp/safe"}'})
 
-    async def after_tool_call(self, ctx: RunContext, call: ToolCall,
-                              record: ToolCallRecord) -> ToolCallRecord:
+    async def after_tool_call(
+        self, ctx: RunContext, call: ToolCall, record: ToolCallRecord
+    ) -> ToolCallRecord:
         return record.model_copy(update={"result": record.result + " (audited)"})
 
 
 async def test_hooks_can_change_command_request_arguments_and_results() -> None:
     executor = make_executor(
-        [tool_turn(call("delete_file", {"path": "/etc/passwd"})), "done"], [delete_file],
-        hooks=[Steering()])
+        [tool_turn(call("delete_file", {"path": "/etc/passwd"})), "done"],
+        [delete_file],
+        hooks=[Steering()],
+    )
 
     result = await executor.execute(AgentCommand(user_prompt="clean up"))
 
@@ -83,13 +86,22 @@ async def test_a_broken_before_agent_start_hook_refuses_the_run() -> None:
     assert result.error is not None
     assert result.error.code == "hook_rejected"
     assert result.error.message == "before_agent_start hook Broken failed"
-    assert sample(executor.metrics.registry, "agent_executor_hook_rejections_total",
-                  hook="before_agent_start") == 1
+    assert (
+        sample(
+            executor.metrics.registry,
+            "agent_executor_hook_rejections_total",
+            hook="before_agent_start",
+        )
+        == 1
+    )
 
 
 async def test_a_broken_before_tool_call_hook_refuses_the_call_not_the_run() -> None:
-    executor = make_executor([tool_turn(call("delete_file", {"path": "x"})), "ok"], [delete_file],
-                             hooks=[Broken("before_tool_call")])
+    executor = make_executor(
+        [tool_turn(call("delete_file", {"path": "x"})), "ok"],
+        [delete_file],
+        hooks=[Broken("before_tool_call")],
+    )
 
     result = await executor.execute(AgentCommand(user_prompt="hi"))
 
@@ -115,15 +127,23 @@ class Blocker(Hook):
 async def test_a_blocking_hook_lets_the_run_finish_with_an_answer() -> None:
     executor = make_executor(
         [tool_turn(call("delete_file", {"path": "/"})), "I may not delete files."],
-        [delete_file], hooks=[Blocker()])
+        [delete_file],
+        hooks=[Blocker()],
+    )
 
     result = await executor.execute(AgentCommand(user_prompt="rm -rf /"))
 
     assert result.success and result.content == "I may not delete files."
     assert result.tool_calls[0].status == "rejected"
     assert result.tool_calls[0].result == "the call was refused: deleting files needs a human"
-    assert sample(executor.metrics.registry, "agent_executor_hook_rejections_total",
-                  hook="before_tool_call") == 1
+    assert (
+        sample(
+            executor.metrics.registry,
+            "agent_executor_hook_rejections_total",
+            hook="before_tool_call",
+        )
+        == 1
+    )
 
 
 async def test_hooks_run_in_registration_order() -> None:

@@ -53,8 +53,13 @@ async def server() -> AsyncIterator[FakeOpenAIServer]:
 
 def executor_for(server: FakeOpenAIServer, **options: object) -> AgentExecutor:
     model = LiteLLMModel(MODEL, api_base=server.base_url, api_key="sk-test")
-    return AgentExecutor(model=model, tools=[get_weather, get_time], metrics=CollectorRegistry(),
-                         retry_backoff=0.01, **options)  # type: ignore[arg-type]
+    return AgentExecutor(
+        model=model,
+        tools=[get_weather, get_time],
+        metrics=CollectorRegistry(),
+        retry_backoff=0.01,
+        **options,
+    )  # type: ignore[arg-type]
 
 
 async def test_text_streams_delta_by_delta_with_usage(server: FakeOpenAIServer) -> None:
@@ -67,8 +72,12 @@ async def test_text_streams_delta_by_delta_with_usage(server: FakeOpenAIServer) 
         MessageEvent("Hel"),
         MessageEvent("lo "),
         MessageEvent("world"),
-        DoneEvent(finish_reason="stop", usage=Usage(input_tokens=12, output_tokens=3),
-                  tool_calls=[], duration_ms=0),
+        DoneEvent(
+            finish_reason="stop",
+            usage=Usage(input_tokens=12, output_tokens=3),
+            tool_calls=[],
+            duration_ms=0,
+        ),
     ]
     body = server.requests[0]
     assert body["stream"] is True
@@ -81,9 +90,18 @@ async def test_split_interleaved_tool_calls_and_the_follow_up_request(
     server: FakeOpenAIServer,
 ) -> None:
     server.script(
-        Stream(tool_call_stream(
-            [("call_w", "get_weather", {"city": "Lyon"}), ("call_t", "get_time", {"zone": "CET"})],
-            fragment_size=1, interleave=True, text_before=["Checking"], usage=(20, 10))),
+        Stream(
+            tool_call_stream(
+                [
+                    ("call_w", "get_weather", {"city": "Lyon"}),
+                    ("call_t", "get_time", {"zone": "CET"}),
+                ],
+                fragment_size=1,
+                interleave=True,
+                text_before=["Checking"],
+                usage=(20, 10),
+            )
+        ),
         Stream(text_stream(["Sunny ", "at noon."], usage=(40, 4))),
     )
     executor = executor_for(server)
@@ -91,8 +109,10 @@ async def test_split_interleaved_tool_calls_and_the_follow_up_request(
     events = await collect(executor, "weather and time in Lyon?")
 
     starts = [(e.call_id, e.tool, e.arguments) for e in events if isinstance(e, ToolStartEvent)]
-    assert sorted(starts) == [("call_t", "get_time", {"zone": "CET"}),
-                              ("call_w", "get_weather", {"city": "Lyon"})]
+    assert sorted(starts) == [
+        ("call_t", "get_time", {"zone": "CET"}),
+        ("call_w", "get_weather", {"city": "Lyon"}),
+    ]
     assert sorted(e.status for e in events if isinstance(e, ToolEndEvent)) == ["success"] * 2
     done = events[-1]
     assert isinstance(done, DoneEvent)
@@ -106,8 +126,10 @@ async def test_split_interleaved_tool_calls_and_the_follow_up_request(
     assert [
         (c["id"], c["type"], c["function"]["name"], json.loads(c["function"]["arguments"]))
         for c in assistant["tool_calls"]
-    ] == [("call_w", "function", "get_weather", {"city": "Lyon"}),
-          ("call_t", "function", "get_time", {"zone": "CET"})]
+    ] == [
+        ("call_w", "function", "get_weather", {"city": "Lyon"}),
+        ("call_t", "function", "get_time", {"zone": "CET"}),
+    ]
     assert follow_up[2:] == [
         {"role": "tool", "tool_call_id": "call_w", "content": "sunny in Lyon"},
         {"role": "tool", "tool_call_id": "call_t", "content": "noon in CET"},
@@ -124,8 +146,9 @@ async def test_a_503_before_the_first_chunk_is_retried(server: FakeOpenAIServer)
     assert len(server.requests) == 2
     registry = executor.metrics.registry
     assert sample(registry, "agent_executor_llm_retries_total", model=MODEL) == 1
-    assert sample(registry, "agent_executor_llm_requests_total", model=MODEL,
-                  outcome="success") == 1
+    assert (
+        sample(registry, "agent_executor_llm_requests_total", model=MODEL, outcome="success") == 1
+    )
 
 
 async def test_a_429_honours_retry_after_then_gives_up(server: FakeOpenAIServer) -> None:
@@ -148,8 +171,15 @@ async def test_a_401_is_not_retried(server: FakeOpenAIServer) -> None:
     assert result.error is not None and result.error.code == "llm_error"
     assert "Incorrect API key" in result.error.message
     assert len(server.requests) == 1
-    assert sample(executor.metrics.registry, "agent_executor_llm_requests_total", model=MODEL,
-                  outcome="error") == 1
+    assert (
+        sample(
+            executor.metrics.registry,
+            "agent_executor_llm_requests_total",
+            model=MODEL,
+            outcome="error",
+        )
+        == 1
+    )
 
 
 async def test_a_connection_dropped_mid_stream_is_not_retried(server: FakeOpenAIServer) -> None:
@@ -188,5 +218,4 @@ async def test_connection_refused_is_an_llm_error_after_retries() -> None:
     result = await executor.execute(AgentCommand(user_prompt="hi"))
 
     assert result.error is not None and result.error.code == "llm_error"
-    assert sample(executor.metrics.registry, "agent_executor_llm_retries_total",
-                  model=MODEL) == 2
+    assert sample(executor.metrics.registry, "agent_executor_llm_retries_total", model=MODEL) == 2

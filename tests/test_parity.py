@@ -315,3 +315,29 @@ async def test_guard_rejection_carries_retry_after() -> None:
         )
         == 1
     )
+
+
+async def test_the_final_answer_after_max_tool_calls_is_validated_too() -> None:
+    executor = make_executor(
+        [
+            tool_turn(call("get_weather", {"city": "A"}), call("get_weather", {"city": "B"})),
+            '{"name": "A", "population": 1}',
+        ],
+        TOOLS,
+        max_tool_calls=1,
+    )
+
+    result = await executor.execute(AgentCommand(user_prompt="q", response_format=City))
+
+    assert result.finish_reason == "max_tool_calls"
+    assert result.output == City(name="A", population=1)
+
+
+async def test_max_turns_without_a_formatted_answer_is_a_format_error() -> None:
+    executor = make_executor([tool_turn(call("get_weather", {"city": "A"}))], TOOLS, max_turns=1)
+
+    result = await executor.execute(AgentCommand(user_prompt="q", response_format=City))
+
+    assert result.error is not None
+    assert result.error.code == "unsupported_format"
+    assert "max_turns (1) was reached" in result.error.message

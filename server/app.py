@@ -1,0 +1,186 @@
+"""``create_app``: the executor over HTTP as an aiohttp application.
+
+The application holds its state under typed ``web.AppKey``s (no globals), so several can live in
+one process and users can mount one inside their own aiohttp app (``app.add_subapp``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+
+import anyio
+from aiohttp import web
+
+from agent_executor import AgentExecutor
+
+from . import routes
+from .errors import json_error
+from .settings import Settings
+from .state import AGENTS, AUTH_USER, REQUEST_ID, SETTINGS, STATE, Agents, ServiceState
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger("server")
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def create_app(
+    executor_or_agents: AgentExecutor | Mapping[str, AgentExecutor],
+    settings: Settings | None = None,
+) -> web.Application:
+    """An aiohttp application serving one agent, or several by name (SPEC section 4)."""
+    settings = settings or Settings()
+    if isinstance(executor_or_agents, AgentExecutor):
+        agents = Agents({executor_or_agents.name: executor_or_agents}, executor_or_agents.name)
+    else:
+        if not executor_or_agents:
+            raise ValueError("create_app needs at least one agent")
+        default = (
+            settings.default_agent
+            if settings.default_agent in executor_or_agents
+            else next(iter(executor_or_agents))
+        )
+        agents = Agents(dict(executor_or_agents), default)
+    app = web.Application(
+        client_max_size=settings.max_body_bytes,
+        middlewares=[
+            _request_id_middleware,
+            _error_middleware,
+            _cors_middleware(settings),
+            _auth_middleware(settings),
+        ],
+    )
+    app[AGENTS] = agents
+    app[SETTINGS] = settings
+    state = ServiceState(metrics=agents.by_name[agents.default].metrics)
+    state.streams_idle.set()
+    app[STATE] = state
+    routes.add_routes(app)
+    app.on_shutdown.append(_drain_streams)
+    app.on_cleanup.append(_close_agents)
+    return app
+
+
+@web.middleware
+async def _request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    incoming = request.headers.get("X-Request-Id", "")
+    request_id = (
+        incoming if 0 < len(incoming) <= 128 and incoming.isprintable() else (uuid.uuid4().hex)
+    )
+    request[REQUEST_ID] = request_id
+    response = await handler(request)
+    if not response.prepared:
+        response.headers["X-Request-Id"] = request_id
+    return response
+
+
+@web.middleware
+async def _error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error answer is JSON ``{"error": ...}``; no input ever yields a traceback."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        if exc.content_type == "application/json":
+            return exc
+        message = (
+            exc.reason if exc.text is None or exc.text.startswith(f"{exc.status}:") else (exc.text)
+        )
+        return json_error(exc.status, message, **_kept_headers(exc))
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.exception("unhandled error (request id %s)", request.get(REQUEST_ID))
+        return json_error(500, f"internal error (request id {request.get(REQUEST_ID)})")
+
+
+def _kept_headers(exc: web.HTTPException) -> dict[str, str]:
+    keep = ("Allow", "Retry-After", "WWW-Authenticate")
+    return {name: exc.headers[name] for name in keep if name in exc.headers}
+
+
+def _cors_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamResponse]]:
+    origins = set(settings.cors_origins)
+
+    @web.middleware
+    async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
+        origin = request.headers.get("Origin")
+        allowed = origin is not None and ("*" in origins or origin in origins)
+        if (
+            allowed
+            and request.method == "OPTIONS"
+            and "Access-Control-Request-Method" in (request.headers)
+        ):
+            response: web.StreamResponse = web.Response(status=204)
+        else:
+            response = await handler(request)
+        if allowed and not response.prepared:
+            response.headers["Access-Control-Allow-Origin"] = (
+                "*" if "*" in origins else (origin or "")
+            )
+            response.headers["Vary"] = "Origin"
+            response.headers["Access-Control-Allow-Headers"] = (
+                "Authorization, Content-Type, X-User-Id, X-Request-Id, Last-Event-ID"
+            )
+            response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response.headers["Access-Control-Expose-Headers"] = "X-Request-Id, Retry-After"
+        return response
+
+    return cors
+
+
+def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """With API keys configured, ``/api/*`` and ``/v1/*`` need ``Authorization: Bearer``.
+
+    ``/api/health`` stays open so load balancers and orchestrators can probe it.
+    """
+    keys = dict(settings.api_keys)
+
+    @web.middleware
+    async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if keys and request.method != "OPTIONS" and _protected(request.path):
+            scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+            user = keys.get(key.strip()) if scheme.lower() == "bearer" else None
+            if user is None:
+                return json_error(
+                    401, "missing or invalid API key", **{"WWW-Authenticate": "Bearer"}
+                )
+            request[AUTH_USER] = user
+        return await handler(request)
+
+    return auth
+
+
+def _protected(path: str) -> bool:
+    return path.startswith(("/api/", "/v1/")) and path != "/api/health"
+
+
+async def _drain_streams(app: web.Application) -> None:
+    """On shutdown: let open streams finish for the grace period, then end them."""
+    state, settings = app[STATE], app[SETTINGS]
+    state.shutting_down = True
+    if state.streams:
+        logger.info(
+            "shutting down: waiting up to %.0f s for %d open streams",
+            settings.shutdown_grace_seconds,
+            len(state.streams),
+        )
+        with anyio.move_on_after(settings.shutdown_grace_seconds):
+            await state.streams_idle.wait()
+        for writer in list(state.streams):
+            writer.stop()
+        with anyio.move_on_after(5):
+            await state.streams_idle.wait()
+        if state.streams:
+            logger.warning("%d streams did not end at shutdown", len(state.streams))
+
+
+async def _close_agents(app: web.Application) -> None:
+    for executor in app[AGENTS].by_name.values():
+        await executor.aclose()

@@ -1,0 +1,229 @@
+"""``agent-executor serve``: build the service from flags and environment, and run it.
+
+Flags win over environment variables (SPEC section 5). With no model configured the service
+runs on the offline ``DemoModel``; without ``--tools`` it registers the demo tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from aiohttp import web
+
+from agent_executor import AgentExecutor, ChatModel, DemoModel, InputValidationGuard, LiteLLMModel
+from agent_executor.demo_tools import DEMO_TOOLS
+from agent_executor.logging import JsonLogFormatter
+from agent_executor.tools import Tool
+
+from .app import create_app
+from .settings import Settings
+
+__all__ = ["build_parser", "main"]
+
+logger = logging.getLogger("server")
+
+_NOT_YET = {
+    "redis_url": "--redis-url / REDIS_URL (Redis-backed memory and rate limits)",
+    "rate_limit": "--rate-limit (RateLimitGuard)",
+    "rate_limit_burst": "--rate-limit-burst (RateLimitGuard)",
+}
+
+
+class CliError(Exception):
+    """A configuration problem reported to the user with exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of SPEC section 5."""
+    parser = argparse.ArgumentParser(
+        prog="agent-executor", description="Run LLM agents as a streaming service."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="start the HTTP service")
+    add = serve.add_argument
+    add("--host", help="address to listen on (env HOST; default 127.0.0.1)")
+    add("--port", type=int, help="port to listen on (env PORT; default 8080)")
+    add("--model", help="'demo' or a litellm model such as openai/gpt-4o-mini (env LLM_MODEL)")
+    add("--api-base", help="base URL of an OpenAI-compatible server (env LLM_BASE_URL)")
+    add("--api-key", help="API key of the model provider (env LLM_API_KEY)")
+    add(
+        "--tools",
+        help="comma-separated modules whose @tool functions to register "
+        "(env AGENT_TOOLS; default: the demo tools)",
+    )
+    add("--system-prompt", help="default system prompt")
+    add("--max-concurrency", type=int, default=16, help="runs at once (default 16)")
+    add("--request-timeout", type=float, default=300.0, help="seconds per run (default 300)")
+    add("--max-tool-calls", type=int, default=20, help="tool calls per run (default 20)")
+    add("--redis-url", help="Redis for memory and rate limits (env REDIS_URL)")
+    add("--rate-limit", help="requests per user, e.g. 20/minute")
+    add("--rate-limit-burst", type=int, help="burst size of the rate limit")
+    add("--no-injection-guard", action="store_true", help="do not check prompts for injection")
+    add("--api-keys-file", help="file of user_id=key lines (env AGENT_API_KEYS: same content)")
+    add("--cors-origins", help="comma-separated origins allowed by CORS ('*' for any)")
+    add("--log-format", choices=("text", "json"), default="text", help="log line format")
+    add("--heartbeat", type=float, default=15.0, help="seconds between SSE heartbeats")
+    add(
+        "--shutdown-grace",
+        type=float,
+        default=10.0,
+        help="seconds running streams may finish after SIGTERM (default 10)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``agent-executor`` console script."""
+    args = build_parser().parse_args(argv)
+    _configure_logging(args.log_format, os.environ.get("LOG_LEVEL", "INFO"))
+    try:
+        settings, executor = _build(args, os.environ)
+    except CliError as exc:
+        print(f"agent-executor: {exc}", file=sys.stderr)
+        return 2
+    app = create_app(executor, settings)
+    tools = ", ".join(executor.tools) or "none"
+    logger.info(
+        "agent-executor listening on http://%s:%d (model: %s; tools: %s)",
+        settings.host,
+        settings.port,
+        _describe(executor.model),
+        tools,
+    )
+    web.run_app(
+        app,
+        host=settings.host,
+        port=settings.port,
+        handler_cancellation=True,
+        shutdown_timeout=settings.shutdown_grace_seconds + 5,
+        print=None,
+    )
+    logger.info("agent-executor stopped")
+    return 0
+
+
+def _build(
+    args: argparse.Namespace, env: os._Environ[str] | dict[str, str]
+) -> tuple[Settings, AgentExecutor]:
+    for name, what in _NOT_YET.items():
+        if getattr(args, name) or (name == "redis_url" and env.get("REDIS_URL")):
+            raise CliError(f"{what} is not available in this version yet")
+    settings = Settings(
+        host=args.host or env.get("HOST") or "127.0.0.1",
+        port=args.port if args.port is not None else int(env.get("PORT") or 8080),
+        heartbeat_seconds=args.heartbeat,
+        api_keys=_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS")),
+        cors_origins=tuple(o.strip() for o in (args.cors_origins or "").split(",") if o.strip()),
+        shutdown_grace_seconds=args.shutdown_grace,
+    )
+    tool_modules = args.tools or env.get("AGENT_TOOLS")
+    tools = _load_tools(tool_modules) if tool_modules else list(DEMO_TOOLS)
+    executor = AgentExecutor(
+        model=_model(args, env),
+        tools=tools,
+        guards=[InputValidationGuard()],
+        system_prompt=args.system_prompt,
+        max_concurrency=args.max_concurrency,
+        request_timeout=args.request_timeout,
+        max_tool_calls=args.max_tool_calls,
+    )
+    return settings, executor
+
+
+def _model(args: argparse.Namespace, env: os._Environ[str] | dict[str, str]) -> ChatModel:
+    name = args.model or env.get("LLM_MODEL") or "demo"
+    if name == "demo":
+        return DemoModel()
+    params: dict[str, Any] = {}
+    if env.get("LLM_TEMPERATURE"):
+        try:
+            params["temperature"] = float(env["LLM_TEMPERATURE"])
+        except ValueError:
+            raise CliError("LLM_TEMPERATURE must be a number") from None
+    return LiteLLMModel(
+        name,
+        api_base=args.api_base or env.get("LLM_BASE_URL"),
+        api_key=args.api_key or env.get("LLM_API_KEY"),
+        **params,
+    )
+
+
+def _describe(model: ChatModel) -> str:
+    return (
+        "demo (offline DemoModel, no API key needed)"
+        if isinstance(model, DemoModel)
+        else (model.name)
+    )
+
+
+def _load_tools(spec: str) -> list[Tool]:
+    """Every :class:`Tool` defined in the named modules (or ``.py`` files)."""
+    tools: list[Tool] = []
+    for name in (part.strip() for part in spec.split(",")):
+        if not name:
+            continue
+        module = _import(name)
+        found = [value for value in vars(module).values() if isinstance(value, Tool)]
+        if not found:
+            raise CliError(f"module {name!r} defines no @tool functions")
+        tools.extend(found)
+    return tools
+
+
+def _import(name: str) -> ModuleType:
+    try:
+        if name.endswith(".py"):
+            path = Path(name)
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {name}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(name)
+    except Exception as exc:
+        raise CliError(f"cannot import tools from {name!r}: {exc}") from exc
+
+
+def _api_keys(path: str | None, inline: str | None) -> dict[str, str]:
+    """``user_id=key`` lines → {key: user_id}; blank lines and ``#`` comments are ignored."""
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot read the API keys file: {exc}") from exc
+    else:
+        text = inline or ""
+    keys: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        user, sep, key = line.partition("=")
+        if not sep or not user.strip() or not key.strip():
+            raise CliError(f"API keys line {number}: expected user_id=key")
+        keys[key.strip()] = user.strip()
+    return keys
+
+
+def _configure_logging(log_format: str, level: str) -> None:
+    handler = logging.StreamHandler()
+    if log_format == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+        )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    known = isinstance(logging.getLevelName(level.upper()), int)
+    root.setLevel(level.upper() if known else "INFO")

@@ -1,0 +1,196 @@
+"""The HTTP endpoints of SPEC section 4 (the OpenAI-compatible ones live elsewhere)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import time
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+
+from agent_executor import AgentCommand, AgentExecutor, DoneEvent, ErrorEvent
+
+from .errors import json_error, status_for
+from .schemas import (
+    ChatRequest,
+    HealthData,
+    HealthResponse,
+    describe_validation_error,
+    openapi_document,
+)
+from .sse import SSE_HEADERS, SSEWriter
+from .state import AGENTS, AUTH_USER, REQUEST_ID, SETTINGS, STATE, STATIC_DIR, ServiceState
+
+__all__ = ["add_routes"]
+
+_openapi_cache: dict[str, Any] = {}
+
+
+def add_routes(app: web.Application) -> None:
+    """Register the endpoints on ``app``."""
+    app.router.add_post("/api/chat/stream", chat_stream)
+    app.router.add_get("/api/chat/stream", chat_stream)
+    app.router.add_post("/api/chat", chat)
+    app.router.add_get("/api/health", health)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/openapi.json", openapi)
+    app.router.add_get("/", index)
+
+
+async def chat_stream(request: web.Request) -> web.StreamResponse:
+    """Run an agent and stream its events as SSE (POST with a JSON body, or GET with a query)."""
+
+    parsed = await _parse(request)
+    if isinstance(parsed, web.Response):
+        return parsed
+    chat_request, executor, command = parsed
+    state = request.app[STATE]
+    if state.shutting_down:
+        return json_error(503, "the server is shutting down", **{"Retry-After": "5"})
+    request_id = request[REQUEST_ID]
+    response = web.StreamResponse(headers={**SSE_HEADERS, "X-Request-Id": request_id})
+    await response.prepare(request)
+    writer = SSEWriter(
+        request, response, chat_request.events, request.app[SETTINGS].heartbeat_seconds
+    )
+    started = time.perf_counter()
+    _opened(state, writer)
+    try:
+        await writer.pump(executor.execute_stream(command, request_id=request_id))
+        if writer.stopped and not writer.done_sent and not writer.disconnected:
+            await writer.send(ErrorEvent(code="overloaded", message="the server is shutting down"))
+            await writer.send(
+                DoneEvent(
+                    finish_reason="error",
+                    usage=None,
+                    tool_calls=[],
+                    duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                )
+            )
+    except ConnectionResetError:
+        writer.disconnected = True
+    finally:
+        _closed(state, writer)
+    return response
+
+
+def _opened(state: ServiceState, writer: SSEWriter) -> None:
+    state.streams.add(writer)
+    state.streams_idle.clear()
+    state.metrics.sse_streams_active.inc()
+
+
+def _closed(state: ServiceState, writer: SSEWriter) -> None:
+    state.metrics.sse_streams_active.dec()
+    if not writer.done_sent and not writer.stopped:
+        state.metrics.sse_disconnects.inc()
+    state.streams.discard(writer)
+    if not state.streams:
+        state.streams_idle.set()
+
+
+async def chat(request: web.Request) -> web.Response:
+    """Run an agent and answer with its ``AgentResult`` (status from the error code)."""
+
+    parsed = await _parse(request)
+    if isinstance(parsed, web.Response):
+        return parsed
+    _, executor, command = parsed
+    result = await executor.execute(command, request_id=request[REQUEST_ID])
+    headers = {"X-Request-Id": request[REQUEST_ID]}
+    if result.error is not None and result.error.retry_after is not None:
+        headers["Retry-After"] = str(math.ceil(result.error.retry_after))
+    return web.Response(
+        body=result.model_dump_json(),
+        status=status_for(result.error),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+async def health(request: web.Request) -> web.Response:
+    """``{"success": true, "data": {"status": "healthy", "timestamp", "uptime"}}``."""
+
+    state = request.app[STATE]
+    body = HealthResponse(
+        data=HealthData(
+            timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            uptime=round(time.monotonic() - state.started_monotonic, 3),
+        )
+    )
+    return web.Response(body=body.model_dump_json(), content_type="application/json")
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text exposition of the service's registry."""
+
+    registry = request.app[STATE].metrics.registry
+    return web.Response(
+        body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+    )
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI document of the JSON endpoints."""
+    if not _openapi_cache:
+        _openapi_cache.update(openapi_document())
+    return web.json_response(_openapi_cache)
+
+
+async def index(request: web.Request) -> web.FileResponse:
+    """The built-in chat page."""
+
+    return web.FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+async def _parse(
+    request: web.Request,
+) -> tuple[ChatRequest, AgentExecutor, AgentCommand] | web.Response:
+    """Validate a chat request; a 400 ``{"error": ...}`` response if anything is wrong."""
+
+    data = _query(request) if request.method == "GET" else await _body(request)
+    if isinstance(data, web.Response):
+        return data
+    try:
+        chat_request = ChatRequest.model_validate(data)
+    except ValidationError as exc:
+        return json_error(400, describe_validation_error(exc))
+    agents = request.app[AGENTS]
+    executor = agents.get(chat_request.agent)
+    if executor is None:
+        return json_error(
+            400,
+            f"unknown agent {chat_request.agent!r}; configured agents: "
+            f"{', '.join(sorted(agents.by_name))}",
+        )
+    user_id = request.get(AUTH_USER) or request.headers.get("X-User-Id") or chat_request.user_id
+    return chat_request, executor, chat_request.to_command(user_id)
+
+
+def _query(request: web.Request) -> dict[str, Any] | web.Response:
+    query = request.query
+    repeated = sorted({key for key in query if len(query.getall(key)) > 1})
+    if repeated:
+        return json_error(400, f"query parameters given more than once: {', '.join(repeated)}")
+    data: dict[str, Any] = dict(query)
+    if "metadata" in data:
+        try:
+            data["metadata"] = json.loads(data["metadata"])
+        except ValueError:
+            return json_error(400, "metadata: must be a JSON object")
+    return data
+
+
+async def _body(request: web.Request) -> dict[str, Any] | web.Response:
+    raw = await request.read()
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return json_error(400, f"the body is not valid JSON: {exc}")
+    if not isinstance(data, dict):
+        return json_error(400, "the body must be a JSON object")
+    return data

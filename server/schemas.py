@@ -1,0 +1,230 @@
+"""Wire models of the JSON endpoints, and the OpenAPI document generated from them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.json_schema import models_json_schema
+
+from agent_executor import (
+    AgentCommand,
+    AgentResult,
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    UserMessage,
+)
+from agent_executor._version import __version__
+
+__all__ = [
+    "ChatMessage",
+    "ChatRequest",
+    "ErrorResponse",
+    "HealthData",
+    "HealthResponse",
+    "describe_validation_error",
+    "openapi_document",
+]
+
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system"}
+
+
+class ChatMessage(BaseModel):
+    """One prior message: ``role`` (user, assistant, system) or LangChain-style ``type``
+    (human, ai, system), and its text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system"] | None = None
+    type: Literal["human", "ai", "system"] | None = None
+    content: str
+
+    @model_validator(mode="after")
+    def _one_role(self) -> ChatMessage:
+        if (self.role is None) == (self.type is None):
+            raise ValueError("give each message exactly one of 'role' or 'type'")
+        return self
+
+    @property
+    def normalized_role(self) -> str:
+        """The role, with LangChain types mapped to roles."""
+        return self.role or _ROLE_OF_TYPE[self.type or "human"]
+
+    def to_message(self) -> Message:
+        role = self.normalized_role
+        if role == "user":
+            return UserMessage(content=self.content)
+        if role == "assistant":
+            return AssistantMessage(content=self.content)
+        return SystemMessage(content=self.content)
+
+
+class ChatRequest(BaseModel):
+    """The body of the chat endpoints (and the query of ``GET /api/chat/stream``).
+
+    Give ``message``, or ``messages`` whose last item is the user's message; with
+    ``messages`` the earlier items are the conversation and stored memory is not used.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str | None = Field(default=None, description="The user's message.")
+    messages: list[ChatMessage] | None = Field(
+        default=None, description="A whole conversation ending with the user's message."
+    )
+    session_id: str | None = Field(default=None, max_length=256)
+    user_id: str | None = Field(default=None, max_length=256)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    events: Literal["text", "json"] = Field(
+        default="text", description="SSE data format: plain text, or JSON objects."
+    )
+    agent: str | None = Field(default=None, description="Name of a configured agent.")
+
+    @model_validator(mode="after")
+    def _has_a_message(self) -> ChatRequest:
+        if self.message is None and not self.messages:
+            raise ValueError("give 'message' (or a non-empty 'messages' list)")
+        if self.message is not None and not self.message.strip():
+            raise ValueError("'message' must not be empty")
+        if self.message is None and self.messages:
+            last = self.messages[-1]
+            if last.normalized_role != "user" or not last.content.strip():
+                raise ValueError("the last item of 'messages' must be a non-empty user message")
+        return self
+
+    def to_command(self, user_id: str | None) -> AgentCommand:
+        """The command to run for this request, acting as ``user_id``."""
+        history: list[Message] | None = None
+        prompt = self.message
+        if self.messages:
+            history = [m.to_message() for m in self.messages]
+            if prompt is None:
+                prompt = history.pop().content
+        return AgentCommand(
+            user_prompt=prompt or "",
+            system_prompt=self.system_prompt,
+            user_id=user_id,
+            session_id=self.session_id,
+            metadata=self.metadata,
+            messages=history,
+        )
+
+
+class ErrorResponse(BaseModel):
+    """Every 4xx/5xx answer of the service."""
+
+    error: str
+
+
+class HealthData(BaseModel):
+    status: Literal["healthy"] = "healthy"
+    timestamp: str = Field(description="ISO-8601, UTC.")
+    uptime: float = Field(description="Seconds since the service started.")
+
+
+class HealthResponse(BaseModel):
+    """``GET /api/health``."""
+
+    success: bool = True
+    data: HealthData
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """A short human-readable summary of what is wrong with a request."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3.1 description of the JSON endpoints, generated from the models above."""
+    _, schemas = models_json_schema(
+        [(m, "validation") for m in (ChatRequest, ErrorResponse, HealthResponse)]
+        + [(AgentResult, "serialization")],
+        ref_template="#/components/schemas/{model}",
+    )
+    components = schemas.get("$defs", {})
+
+    def ref(name: str) -> dict[str, str]:
+        return {"$ref": f"#/components/schemas/{name}"}
+
+    def error(description: str) -> dict[str, Any]:
+        return {
+            "description": description,
+            "content": {"application/json": {"schema": ref("ErrorResponse")}},
+        }
+
+    bad = {
+        "400": error("Invalid request"),
+        "401": error("Missing or wrong API key"),
+        "413": error("Body too large"),
+    }
+    chat_body = {"required": True, "content": {"application/json": {"schema": ref("ChatRequest")}}}
+    sse = {
+        "description": "Server-Sent Events: message, tool_start, tool_end, error, done",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+    query = [
+        {"name": name, "in": "query", "required": name == "message", "schema": {"type": "string"}}
+        for name in ("message", "session_id", "user_id", "system_prompt", "agent")
+    ] + [{"name": "events", "in": "query", "schema": {"type": "string", "enum": ["text", "json"]}}]
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "agent-executor", "version": __version__},
+        "paths": {
+            "/api/chat": {
+                "post": {
+                    "summary": "Run the agent and return the finished result",
+                    "requestBody": chat_body,
+                    "responses": {
+                        "200": {
+                            "description": "The run's result (also for failed runs, "
+                            "with a status for the error code)",
+                            "content": {"application/json": {"schema": ref("AgentResult")}},
+                        },
+                        **bad,
+                    },
+                }
+            },
+            "/api/chat/stream": {
+                "post": {
+                    "summary": "Run the agent, streaming events",
+                    "requestBody": chat_body,
+                    "responses": {"200": sse, **bad},
+                },
+                "get": {
+                    "summary": "Run the agent, streaming events (for EventSource)",
+                    "parameters": query,
+                    "responses": {"200": sse, **bad},
+                },
+            },
+            "/api/health": {
+                "get": {
+                    "summary": "Liveness",
+                    "responses": {
+                        "200": {
+                            "description": "Healthy",
+                            "content": {"application/json": {"schema": ref("HealthResponse")}},
+                        }
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics",
+                    "responses": {
+                        "200": {
+                            "description": "Prometheus text exposition",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        }
+                    },
+                }
+            },
+        },
+        "components": {"schemas": components},
+    }

@@ -1,0 +1,26 @@
+"""Service settings (what the CLI builds from flags and environment)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseModel):
+    """How the service behaves around the executors it serves.
+
+    ``api_keys`` maps each accepted key to the user id it acts as; when it is empty, requests
+    are not authenticated and the user id comes from ``X-User-Id`` or the body.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    heartbeat_seconds: float = Field(default=15.0, gt=0)
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    api_keys: dict[str, str] = Field(default_factory=dict)
+    cors_origins: tuple[str, ...] = ()
+    shutdown_grace_seconds: float = Field(default=10.0, ge=0)
+    default_agent: str = "default"

@@ -1,0 +1,179 @@
+"""All Server-Sent Events framing, and the writer that streams a run to one client.
+
+Framing follows the WHATWG event-stream rules: each event has an ``id:``, an ``event:`` (the
+event type) and one ``data:`` line per line of its data, so text containing line breaks comes
+back intact (CR and CRLF arrive as LF, as the format defines; ``json`` mode escapes them, so
+every character survives). An idle stream gets a ``:`` comment as a heartbeat.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any, Literal
+
+import anyio
+from aiohttp import web
+
+from agent_executor import (
+    AgentEvent,
+    DoneEvent,
+    ErrorEvent,
+    MessageEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
+
+__all__ = ["HEARTBEAT", "SSE_HEADERS", "EventMode", "SSEWriter", "encode_data", "frame"]
+
+EventMode = Literal["text", "json"]
+
+SSE_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+    "Connection": "keep-alive",
+}
+HEARTBEAT = b": heartbeat\n\n"
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def frame(event: str, data: str, event_id: int) -> bytes:
+    """One event on the wire: ``id``, ``event`` and a ``data:`` line per line of ``data``."""
+    if "\n" in data or "\r" in data:
+        data = "\ndata: ".join(_LINE_BREAK.split(data))
+    text = f"id: {event_id}\nevent: {event}\ndata: {data}\n\n"
+    return text.encode("utf-8", "replace")
+
+
+def encode_data(event: AgentEvent, mode: EventMode) -> str:
+    """The ``data`` of an event in ``text`` or ``json`` mode (SPEC section 3)."""
+    if mode == "text":
+        if isinstance(event, MessageEvent):
+            return event.text
+        if isinstance(event, (ToolStartEvent, ToolEndEvent)):
+            return event.tool
+        if isinstance(event, ErrorEvent):
+            return event.message
+        return ""
+    return json.dumps(_json_fields(event), separators=(",", ":"), default=_default)
+
+
+def _json_fields(event: AgentEvent) -> dict[str, Any]:
+    if isinstance(event, MessageEvent):
+        return {"text": event.text}
+    if isinstance(event, ToolStartEvent):
+        return {"tool": event.tool, "call_id": event.call_id, "arguments": event.arguments}
+    if isinstance(event, ToolEndEvent):
+        return {
+            "tool": event.tool,
+            "call_id": event.call_id,
+            "status": event.status,
+            "duration_ms": event.duration_ms,
+        }
+    if isinstance(event, ErrorEvent):
+        fields: dict[str, Any] = {"code": event.code, "message": event.message}
+        if event.retry_after is not None:
+            fields["retry_after"] = event.retry_after
+        return fields
+    return {
+        "finish_reason": event.finish_reason,
+        "usage": event.usage.model_dump() if event.usage else None,
+        "tool_calls": [record.model_dump(mode="json") for record in event.tool_calls],
+        "duration_ms": event.duration_ms,
+        "output": event.output,
+    }
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json")
+    return repr(value)
+
+
+class SSEWriter:
+    """Streams one run's events to one client, with heartbeats and disconnect detection.
+
+    ``pump`` returns when the run has ended (after its ``done``), the client has gone away
+    (``disconnected``), or :meth:`stop` was called (``stopped``, e.g. at shutdown; the caller
+    then sends its own closing events).
+    """
+
+    def __init__(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        mode: EventMode,
+        heartbeat_seconds: float,
+    ) -> None:
+        self._request = request
+        self._response = response
+        self._mode = mode
+        self._heartbeat = heartbeat_seconds
+        self._next_id = 1
+        self._last_write = time.monotonic()
+        self._scope: anyio.CancelScope | None = None
+        self.done_sent = False
+        self.disconnected = False
+        self.stopped = False
+
+    async def pump(self, events: AsyncIterator[AgentEvent]) -> None:
+        """Write every event of ``events`` until it ends, the client leaves or ``stop()``."""
+        async with aclosing(events):  # type: ignore[type-var]
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._keepalive, scope)
+                    try:
+                        async for event in events:
+                            await self.send(event)
+                    except ConnectionResetError:
+                        self.disconnected = True
+                    scope.cancel()
+
+    def stop(self) -> None:
+        """End ``pump`` now (the run is cancelled); the caller writes the closing events."""
+        self.stopped = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def send(self, event: AgentEvent) -> None:
+        """Write one event."""
+        event_id = self._next_id
+        self._next_id = event_id + 1
+        data = encode_data(event, self._mode)
+        await self._write(frame(event.type, data, event_id))
+        if isinstance(event, DoneEvent):
+            self.done_sent = True
+
+    async def _write(self, data: bytes) -> None:
+        self._last_write = time.monotonic()
+        await self._response.write(data)
+
+    async def _keepalive(self, scope: anyio.CancelScope) -> None:
+        """Heartbeat when idle; end the stream as soon as the client's connection is gone.
+
+        With ``handler_cancellation`` (the CLI and aiohttp's test server enable it) aiohttp
+        cancels the handler the moment the client leaves; the check here covers apps run
+        without it, within a second.
+        """
+        check = min(self._heartbeat, 1.0)
+        while True:
+            await anyio.sleep(check)
+            transport = self._request.transport
+            if transport is None or transport.is_closing():
+                self.disconnected = True
+                scope.cancel()
+                return
+            if time.monotonic() - self._last_write >= self._heartbeat:
+                try:
+                    await self._write(HEARTBEAT)
+                except ConnectionResetError:
+                    self.disconnected = True
+                    scope.cancel()
+                    return

@@ -1,0 +1,61 @@
+"""The service's state, kept on the application under typed keys (no globals)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from agent_executor import AgentExecutor
+from agent_executor.metrics import Metrics
+
+from .settings import Settings
+from .sse import SSEWriter
+
+__all__ = [
+    "AGENTS",
+    "AUTH_USER",
+    "REQUEST_ID",
+    "SETTINGS",
+    "STATE",
+    "STATIC_DIR",
+    "Agents",
+    "ServiceState",
+]
+
+STATIC_DIR = Path(__file__).parent / "static"
+AUTH_USER = web.RequestKey("auth_user", str)
+"""The user id an API key authenticated."""
+
+
+@dataclass(frozen=True)
+class Agents:
+    """The configured agents by name, and which one answers requests that name none."""
+
+    by_name: Mapping[str, AgentExecutor]
+    default: str
+
+    def get(self, name: str | None) -> AgentExecutor | None:
+        return self.by_name.get(self.default if name is None else name)
+
+
+@dataclass
+class ServiceState:
+    """What the running service tracks: start time, metrics and the open streams."""
+
+    metrics: Metrics
+    started_monotonic: float = field(default_factory=time.monotonic)
+    streams: set[SSEWriter] = field(default_factory=set)
+    streams_idle: asyncio.Event = field(default_factory=asyncio.Event)
+    shutting_down: bool = False
+
+
+AGENTS = web.AppKey("agents", Agents)
+SETTINGS = web.AppKey("settings", Settings)
+STATE = web.AppKey("state", ServiceState)
+REQUEST_ID = web.RequestKey("request_id", str)
+"""The id of the request, used in logs and passed to the run."""

@@ -1,0 +1,87 @@
+"""Helpers for service tests: run an app on 127.0.0.1, or the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import httpx
+from aiohttp.test_utils import TestServer
+
+from agent_executor import AgentExecutor
+from server import Settings, create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@asynccontextmanager
+async def serve(
+    executor_or_agents: AgentExecutor | Mapping[str, AgentExecutor],
+    settings: Settings | None = None,
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on a real 127.0.0.1 socket, and an httpx client pointed at it."""
+    server = TestServer(create_app(executor_or_agents, settings), host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with httpx.AsyncClient(base_url=str(server.make_url("")), timeout=10) as client:
+            yield client
+    finally:
+        await server.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def service_process(
+    *args: str, env: Mapping[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``python -m server`` on a free port; yields the process and its base URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "--port", str(port), *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(process, base)
+        yield process, base
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def _wait_healthy(process: subprocess.Popen[str], base: str) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            raise RuntimeError(f"the service exited early ({process.returncode}):\n{output}")
+        try:
+            if httpx.get(f"{base}/api/health", timeout=0.5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("the service did not become healthy within 20 s")

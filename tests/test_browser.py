@@ -1,0 +1,396 @@
+"""Browser tests of the built-in chat page (``server/static/index.html``) against the real service.
+
+Playwright drives Debian's Chromium (``apt-get install chromium``); no browser is ever downloaded.
+Without ``/usr/bin/chromium`` the tests are skipped, except on CI (``CI=true``), where they fail.
+The service runs as a subprocess with ``tests/browser_tools.py``, whose ``get_weather`` takes a
+second, so the tool indicator can be seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, Page, Request, async_playwright, expect
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-proxy-server",
+]
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = Path(__file__).with_name("browser_tools.py")
+SESSION_KEY = "agent-executor.session_id"  # the sessionStorage key used by the page
+WAIT_MS = 10_000  # upper bound of every UI wait (the demo model answers in ~2 s)
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
+
+
+@dataclass
+class Service:
+    base_url: str
+    log_path: Path
+
+    def access_log(self, needle: str) -> list[str]:
+        """The service's access-log lines that contain ``needle``."""
+        lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return [line for line in lines if "aiohttp.access" in line and needle in line]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing (apt-get install chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message}; CI must run the browser tests")
+        pytest.skip(message)
+    return str(CHROMIUM)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log = log_path.read_text(errors="replace")
+            pytest.fail(f"the service exited with {process.returncode}:\n{log}")
+        try:
+            with opener.open(f"{base_url}/api/health", timeout=1) as response:
+                if json.load(response)["data"]["status"] == "healthy":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"the service did not become healthy within 10 s:\n{log_path.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def service(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("browser") / "service.log"
+    command = [
+        sys.executable, "-m", "server", "--host", "127.0.0.1", "--port", str(port),
+        "--model", "demo", "--tools", str(TOOLS), "--heartbeat", "15", "--shutdown-grace", "1",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "INFO"},
+        )  # fmt: skip
+    try:
+        base_url = f"http://127.0.0.1:{port}"
+        _wait_healthy(base_url, process, log_path)
+        yield Service(base_url, log_path)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser(chromium: str) -> AsyncIterator[Browser]:
+    # launch() already gives every run a fresh temporary profile (user data dir)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Browser, service: Service) -> AsyncIterator[Page]:
+    context = await browser.new_context(base_url=service.base_url)
+    page = await context.new_page()
+    try:
+        yield page
+    finally:
+        await context.close()
+
+
+def record_stream_requests(page: Page) -> list[Request]:
+    """Every request the page makes to the chat stream endpoint, as they happen."""
+    seen: list[Request] = []
+
+    def on_request(request: Request) -> None:
+        if urlsplit(request.url).path == "/api/chat/stream":
+            seen.append(request)
+
+    page.on("request", on_request)
+    return seen
+
+
+async def ask(page: Page, text: str) -> None:
+    await page.locator("#input").fill(text)
+    await page.locator("#input").press("Enter")
+
+
+async def chat_events(page: Page) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = await page.evaluate("window.__chatEvents")
+    return events
+
+
+PARTIAL_TEXT = """() => {
+  const bubble = [...document.querySelectorAll('.message.assistant')].at(-1);
+  return bubble && !bubble.classList.contains('done') && bubble.textContent
+    ? bubble.textContent : null;
+}"""
+
+
+async def check_weather_reply(page: Page, city: str, replies_before: int) -> None:
+    """The question about ``city`` was just sent: watch the reply stream in, with its tool."""
+    indicator = page.locator("#tools .tool-indicator", has_text="get_weather")
+    await expect(indicator).to_be_visible(timeout=WAIT_MS)
+    await expect(indicator).to_have_text("Checking get_weather…")
+    call_id = await indicator.get_attribute("data-call-id")
+    assert call_id
+    await expect(page.locator("#input")).to_be_disabled()
+    # the tool takes a second: the text so far is on the page, the reply is not finished
+    partial = await (await page.wait_for_function(PARTIAL_TEXT, timeout=WAIT_MS)).json_value()
+
+    await expect(indicator).to_have_count(0, timeout=WAIT_MS)
+    reply = page.locator(".message.assistant").nth(replies_before)
+    await expect(reply).to_have_class(re.compile(r"\bdone\b"), timeout=WAIT_MS)
+    await expect(reply).to_contain_text(city)
+    final = await reply.text_content()
+    assert final is not None
+    assert 0 < len(partial) < len(final)
+    assert final.startswith(partial)
+    await expect(page.locator("#input")).to_be_enabled()
+    await expect(page.locator("#error")).to_be_hidden()
+
+    events = await chat_events(page)
+    types = [event["type"] for event in events]
+    assert types[-1] == "done"
+    assert types.count("done") == replies_before + 1
+    ends = [index for index, kind in enumerate(types) if kind == "done"]
+    this_reply = events[ends[-2] + 1 :] if len(ends) > 1 else events
+    this_types = [event["type"] for event in this_reply]
+    assert "error" not in this_types
+    start = next(e["data"] for e in this_reply if e["type"] == "tool_start")
+    end = next(e["data"] for e in this_reply if e["type"] == "tool_end")
+    assert this_types.index("tool_start") < this_types.index("tool_end")
+    assert start["tool"] == end["tool"] == "get_weather"
+    assert start["call_id"] == end["call_id"] == call_id
+    assert start["arguments"] == {"city": city}
+    assert end["status"] == "success"
+    assert this_reply[-1]["data"]["finish_reason"] == "stop"
+    streamed = "".join(e["data"]["text"] for e in this_reply if e["type"] == "message")
+    assert streamed == final
+
+
+async def test_fetch_stream_shows_tool_and_growing_text_and_keeps_the_session(
+    page: Page,
+) -> None:
+    requests = record_stream_requests(page)
+    await page.goto("/")
+
+    await ask(page, "What's the weather in Paris?")
+    await check_weather_reply(page, "Paris", replies_before=0)
+
+    await ask(page, "And the weather in Rome?")
+    await check_weather_reply(page, "Rome", replies_before=1)
+
+    assert [request.method for request in requests] == ["POST", "POST"]
+    bodies = [json.loads(request.post_data or "") for request in requests]
+    assert [body["message"] for body in bodies] == [
+        "What's the weather in Paris?",
+        "And the weather in Rome?",
+    ]
+    assert {body["events"] for body in bodies} == {"json"}
+    stored = await page.evaluate(f"sessionStorage.getItem('{SESSION_KEY}')")
+    assert stored
+    assert bodies[0]["session_id"] == bodies[1]["session_id"] == stored
+    await expect(page.locator(".message.user")).to_have_count(2)
+
+
+async def test_eventsource_toggle_streams_the_same_reply(page: Page) -> None:
+    requests = record_stream_requests(page)
+    await page.goto("/")
+    await page.locator("#use-eventsource").check()
+
+    await ask(page, "What's the weather in Paris?")
+    await check_weather_reply(page, "Paris", replies_before=0)
+    # closed on done, so it never reconnects (which would run the request again)
+    assert await page.evaluate("window.__chatEventSource.readyState") == 2
+
+    await ask(page, "And the weather in Rome?")
+    await check_weather_reply(page, "Rome", replies_before=1)
+    assert await page.evaluate("window.__chatEventSource.readyState") == 2
+
+    assert [request.method for request in requests] == ["GET", "GET"]
+    queries = [parse_qs(urlsplit(request.url).query) for request in requests]
+    assert [query["message"] for query in queries] == [
+        ["What's the weather in Paris?"],
+        ["And the weather in Rome?"],
+    ]
+    assert all(query["events"] == ["json"] for query in queries)
+    stored = await page.evaluate(f"sessionStorage.getItem('{SESSION_KEY}')")
+    assert queries[0]["session_id"] == queries[1]["session_id"] == [stored]
+
+
+RAW_EVENTSOURCE = """() => new Promise((resolve) => {
+  const out = [];
+  const es = new EventSource('/api/chat/stream?message=' + encodeURIComponent('weather in Oslo?') + '&session_id=browser-test');
+  window.__rawEventSource = es;
+  es.addEventListener('message', e => out.push(['message', e.data]));
+  es.addEventListener('tool_start', e => out.push(['tool_start', e.data]));
+  es.addEventListener('error', e => { out.push(['error', e.data ?? null]); es.close(); });
+  es.addEventListener('done', e => { out.push(['done', e.data]); es.close(); resolve(out); });
+})"""  # noqa: E501 -- the snippet is kept as the seeds wrote it
+
+
+async def test_raw_eventsource_in_text_mode(page: Page, service: Service) -> None:
+    await page.goto("/")
+    out = await asyncio.wait_for(page.evaluate(RAW_EVENTSOURCE), timeout=20)
+
+    kinds = [kind for kind, _ in out]
+    assert "Oslo" in "".join(data for kind, data in out if kind == "message")
+    assert ["tool_start", "get_weather"] in out
+    assert kinds.count("done") == 1
+    assert kinds[-1] == "done"
+    assert "error" not in kinds
+    assert await page.evaluate("window.__rawEventSource.readyState") == 2  # CLOSED
+    # the service saw exactly one request for this session (no reconnect re-ran it)
+    needle = "/api/chat/stream?message="
+    deadline = time.monotonic() + 5
+    while not service.access_log(needle) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    lines = [line for line in service.access_log(needle) if "session_id=browser-test" in line]
+    assert len(lines) == 1, lines
+    assert '" 200 ' in lines[0]
+
+
+async def test_empty_message_is_not_sent_and_http_errors_show_in_the_banner(
+    page: Page,
+) -> None:
+    requests = record_stream_requests(page)
+    await page.goto("/")
+    send, error = page.locator("#send"), page.locator("#error")
+
+    # an empty (or blank) message is prevented on the page: Send stays disabled, Enter does nothing
+    await expect(send).to_be_disabled()
+    await page.locator("#input").fill("   ")
+    await expect(send).to_be_disabled()
+    await page.locator("#input").press("Enter")
+    await expect(page.locator(".message.user")).to_have_count(0)
+    await expect(error).to_be_hidden()
+
+    # a request the service refuses (session_id over 256 characters): its 400 JSON error is shown
+    await page.evaluate(f"sessionStorage.setItem('{SESSION_KEY}', 'x'.repeat(300))")
+    await page.reload()
+    await ask(page, "hello")
+    await expect(error).to_be_visible(timeout=WAIT_MS)
+    await expect(error).to_contain_text("HTTP 400")
+    await expect(error).to_contain_text("session_id")
+    await expect(page.locator("#input")).to_be_enabled()
+    await expect(page.locator(".message.assistant")).to_have_count(0)
+    assert len(requests) == 1  # only the refused one: the blank message never left the page
+    assert requests[0].method == "POST"
+
+
+async def test_error_event_shows_in_the_banner_and_the_next_message_clears_it(
+    page: Page,
+) -> None:
+    await page.goto("/")
+    error = page.locator("#error")
+
+    await ask(page, "hello\x07")  # control characters are refused by InputValidationGuard
+    await expect(error).to_be_visible(timeout=WAIT_MS)
+    await expect(error).to_contain_text("invalid_input")
+    await expect(error).to_contain_text("control characters")
+    await expect(page.locator("#input")).to_be_enabled()
+    types = [event["type"] for event in await chat_events(page)]
+    assert types == ["error", "done"]
+
+    await ask(page, "hello")
+    await expect(page.locator(".message.assistant.done")).to_have_count(1, timeout=WAIT_MS)
+    await expect(error).to_be_hidden()
+
+
+TRICKY_STREAM = (
+    "\ufeff: heartbeat\r\n"
+    "id: 1\r\nevent: message\r\ndata: a\r\ndata:b\r\n\r\n"  # CRLF, two data lines, "data:b"
+    "event: tool_start\rdata: x\r\r"  # CR only; lastEventId carries over
+    "data\n\n"  # a bare field name: empty data, still dispatched, as "message"
+    "event: ignored\n\n"  # no data: not dispatched
+    'id: 7\nevent: done\nretry: 10\nunknown: field\ndata: {"é": "☃"}\n\n'
+    "event: message\ndata: cut off"  # never finished by a blank line: dropped
+)
+
+PARSE_AT_EVERY_SPLIT = """(text) => {
+  const bytes = new TextEncoder().encode(text);
+  const parse = (chunks) => {
+    const got = [];
+    const parser = window.__createSSEParser((type, data, id) => got.push([type, data, id]));
+    for (const chunk of chunks) parser.push(chunk);
+    parser.end();
+    return JSON.stringify(got);
+  };
+  const results = new Set();
+  for (let cut = 0; cut <= bytes.length; cut++) {
+    results.add(parse([bytes.slice(0, cut), bytes.slice(cut)]));
+  }
+  results.add(parse(Array.from(bytes, (byte) => Uint8Array.of(byte))));
+  return [...results].map((result) => JSON.parse(result));
+}"""
+
+NATIVE_EVENTSOURCE = """() => new Promise((resolve) => {
+  const got = [];
+  const source = new EventSource('/sse-fixture');
+  for (const type of ['message', 'tool_start', 'done']) {
+    source.addEventListener(type, (e) => got.push([type, e.data, e.lastEventId]));
+  }
+  source.addEventListener('error', () => { source.close(); resolve(got); });
+})"""
+
+
+async def test_sse_parser_matches_the_browsers_eventsource(page: Page) -> None:
+    await page.goto("/")
+    await page.route(
+        "**/sse-fixture",
+        lambda route: route.fulfill(
+            status=200, body=TRICKY_STREAM.encode(), content_type="text/event-stream"
+        ),
+    )
+    native = await asyncio.wait_for(page.evaluate(NATIVE_EVENTSOURCE), timeout=10)
+    assert native == [
+        ["message", "a\nb", "1"],
+        ["tool_start", "x", "1"],
+        ["message", "", "1"],
+        ["done", '{"é": "☃"}', "7"],
+    ]
+    # the page's parser gives the same events however the bytes are split into chunks
+    assert await page.evaluate(PARSE_AT_EVERY_SPLIT, TRICKY_STREAM) == [native]

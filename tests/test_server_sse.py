@@ -1,0 +1,228 @@
+"""The SSE stream on the wire: exact bytes, framing through a standard client, heartbeats,
+disconnects, and errors after the stream has started."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from httpx_sse import aconnect_sse
+
+from agent_executor import AgentExecutor, InputValidationGuard, ModelChunk, ScriptedModel, tool
+from agent_executor.models.scripted import call, text_turn, tool_turn
+from server import Settings
+
+from .helpers import make_executor, sample
+from .server_helpers import serve
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather."""
+    return f"sunny in {city}"
+
+
+async def test_exact_bytes_of_a_scripted_run_in_text_mode() -> None:
+    executor = make_executor(
+        [
+            tool_turn(call("get_weather", {"city": "Oslo"}, id="c1"), text="Let me see."),
+            text_turn("Sunny in Oslo."),
+        ],
+        [get_weather],
+    )
+
+    async with serve(executor) as client:
+        response = await client.post("/api/chat/stream", json={"message": "weather?"})
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["x-accel-buffering"] == "no"
+    assert "content-encoding" not in response.headers
+    assert response.content == (
+        b"id: 1\nevent: message\ndata: Let \n\n"
+        b"id: 2\nevent: message\ndata: me \n\n"
+        b"id: 3\nevent: message\ndata: see.\n\n"
+        b"id: 4\nevent: tool_start\ndata: get_weather\n\n"
+        b"id: 5\nevent: tool_end\ndata: get_weather\n\n"
+        b"id: 6\nevent: message\ndata: Sunny \n\n"
+        b"id: 7\nevent: message\ndata: in \n\n"
+        b"id: 8\nevent: message\ndata: Oslo.\n\n"
+        b"id: 9\nevent: done\ndata: \n\n"
+    )
+
+
+async def test_json_mode_carries_the_event_objects() -> None:
+    executor = make_executor(
+        [
+            tool_turn(call("get_weather", {"city": "Oslo"}, id="c1")),
+            text_turn("Sunny.", usage=(7, 2)),
+        ],
+        [get_weather],
+    )
+
+    async with serve(executor) as client:
+        response = await client.post(
+            "/api/chat/stream", json={"message": "weather?", "events": "json"}
+        )
+
+    frames = [f for f in response.text.split("\n\n") if f]
+    parsed = []
+    for frame in frames:
+        fields = dict(line.split(": ", 1) for line in frame.split("\n"))
+        parsed.append((fields["event"], json.loads(fields["data"])))
+    assert [event for event, _ in parsed] == ["tool_start", "tool_end", "message", "done"]
+    assert parsed[0][1] == {"tool": "get_weather", "call_id": "c1", "arguments": {"city": "Oslo"}}
+    assert parsed[1][1]["status"] == "success"
+    assert set(parsed[1][1]) == {"tool", "call_id", "status", "duration_ms"}
+    assert parsed[2][1] == {"text": "Sunny."}
+    done = parsed[3][1]
+    assert done["finish_reason"] == "stop"
+    assert done["usage"] == {"input_tokens": 7, "output_tokens": 2}
+    assert done["tool_calls"][0]["result"] == "sunny in Oslo"
+    assert set(done) == {"finish_reason", "usage", "tool_calls", "duration_ms", "output"}
+
+
+TRICKY = "one\ntwo\n\nthree\r\nfour\rfive data: x\n"
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+async def test_line_breaks_survive_a_standard_sse_client_in_text_mode(method: str) -> None:
+    executor = make_executor([[ModelChunk(text=TRICKY), ModelChunk(text="end")]])
+
+    async with serve(executor) as client:
+        kwargs = {"json": {"message": "go"}} if method == "POST" else {"params": {"message": "go"}}
+        async with aconnect_sse(client, method, "/api/chat/stream", **kwargs) as source:
+            events = [(e.event, e.data, e.id) async for e in source.aiter_sse()]
+
+    assert events == [
+        ("message", "one\ntwo\n\nthree\nfour\nfive data: x\n", "1"),
+        ("message", "end", "2"),
+        ("done", "", "3"),
+    ]
+
+
+async def test_json_mode_keeps_every_character() -> None:
+    text = TRICKY + '\x00 é \u2028 "quoted" \\'
+    executor = make_executor([[ModelChunk(text=text)]])
+
+    async with (
+        serve(executor) as client,
+        aconnect_sse(
+            client, "POST", "/api/chat/stream", json={"message": "go", "events": "json"}
+        ) as source,
+    ):
+        events = [(e.event, e.data) async for e in source.aiter_sse()]
+
+    assert json.loads(events[0][1]) == {"text": text}
+    assert events[1][0] == "done"
+
+
+async def test_a_heartbeat_is_sent_while_a_tool_is_busy() -> None:
+    @tool
+    async def slow() -> str:
+        """Takes a while."""
+        await anyio.sleep(0.7)
+        return "done"
+
+    executor = make_executor([tool_turn(call("slow")), "finished"], [slow])
+
+    async with serve(executor, Settings(heartbeat_seconds=0.2)) as client:
+        response = await client.post("/api/chat/stream", json={"message": "go"})
+
+    body = response.content
+    start = body.index(b"event: tool_start")
+    end = body.index(b"event: tool_end")
+    assert body.count(b": heartbeat\n\n", start, end) >= 2
+    assert body.endswith(b"event: done\ndata: \n\n")
+
+
+async def test_a_client_that_leaves_cancels_the_run_at_once() -> None:
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    @tool
+    async def sleepy() -> str:
+        """Sleeps."""
+        started.set()
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        return "never"
+
+    executor = make_executor([tool_turn(call("sleepy"))], [sleepy])
+    registry = executor.metrics.registry
+
+    async with serve(executor) as client:
+        async with client.stream("POST", "/api/chat/stream", json={"message": "go"}) as response:
+            async for line in response.aiter_lines():
+                if line == "event: tool_start":
+                    break
+            await started.wait()
+        with anyio.fail_after(1):
+            await cancelled.wait()
+            while sample(registry, "agent_executor_sse_streams_active"):
+                await anyio.sleep(0.01)
+
+    assert sample(registry, "agent_executor_in_flight_requests") == 0
+    assert sample(registry, "agent_executor_sse_disconnects_total") == 1
+    assert (
+        sample(registry, "agent_executor_requests_total", mode="stream", outcome="cancelled") == 1
+    )
+
+
+async def test_guard_rejections_after_the_stream_started_are_error_events() -> None:
+    executor = AgentExecutor(
+        model=ScriptedModel([]), guards=[InputValidationGuard(max_chars=10)], metrics=None
+    )
+
+    async with serve(executor) as client:
+        response = await client.post(
+            "/api/chat/stream", json={"message": "far too long a message", "events": "json"}
+        )
+
+    assert response.status_code == 200
+    frames = [f for f in response.text.split("\n\n") if f]
+    assert frames[0] == (
+        'id: 1\nevent: error\ndata: {"code":"invalid_input","message":'
+        '"the input is too long (limit 10 characters)"}'
+    )
+    assert frames[1].startswith("id: 2\nevent: done\ndata: {")
+    assert len(frames) == 2
+
+
+async def test_streams_active_gauge_returns_to_zero() -> None:
+    executor = make_executor(["a", "b", "c"])
+    registry = executor.metrics.registry
+
+    async with serve(executor) as client:
+        for _ in range(3):
+            response = await client.get("/api/chat/stream", params={"message": "x"})
+            assert response.text.endswith("event: done\ndata: \n\n")
+
+    assert sample(registry, "agent_executor_sse_streams_active") == 0
+    assert sample(registry, "agent_executor_sse_disconnects_total") == 0
+
+
+async def test_the_request_id_header_reaches_the_run() -> None:
+    executor = make_executor(["x"])
+
+    async with serve(executor) as client:
+        response = await client.post(
+            "/api/chat/stream", json={"message": "hi"}, headers={"X-Request-Id": "abc-123"}
+        )
+
+    assert response.headers["x-request-id"] == "abc-123"
+
+
+async def test_unreadable_request_ids_are_replaced() -> None:
+    executor = make_executor(["x"])
+
+    async with serve(executor) as client:
+        response = await client.post(
+            "/api/chat", json={"message": "hi"}, headers={"X-Request-Id": "x" * 500}
+        )
+
+    assert len(response.headers["x-request-id"]) == 32
