@@ -47,6 +47,7 @@ from .models import (
     ModelChunk,
     ModelRequest,
     ModelResponse,
+    OpenAICompatModel,
     ScriptedModel,
     ToolCallDelta,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "OpenAICompatModel",
     "RunContext",
     "ScriptExhaustedError",
     "ScriptedModel",

@@ -98,7 +98,7 @@ class AgentExecutor:
                 ">= 1 and max_tool_calls >= 0"
             )
         self.name = name
-        self.model: ChatModel = resolve_model(model)
+        self.model: ChatModel = resolve_model(model, max_connections=max_concurrency)
         self.tools: dict[str, Tool] = _registry(tools)
         self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
         self.metrics = Metrics.for_registry(metrics)

@@ -19,9 +19,17 @@ from typing import Any
 
 from aiohttp import web
 
-from agent_executor import AgentExecutor, ChatModel, DemoModel, InputValidationGuard, LiteLLMModel
+from agent_executor import (
+    AgentExecutor,
+    ChatModel,
+    ConfigurationError,
+    DemoModel,
+    InputValidationGuard,
+    LiteLLMModel,
+)
 from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.logging import JsonLogFormatter
+from agent_executor.models import resolve_model
 from agent_executor.tools import Tool
 
 from .app import create_app
@@ -55,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--model", help="'demo' or a litellm model such as openai/gpt-4o-mini (env LLM_MODEL)")
     add("--api-base", help="base URL of an OpenAI-compatible server (env LLM_BASE_URL)")
     add("--api-key", help="API key of the model provider (env LLM_API_KEY)")
+    add(
+        "--model-client",
+        choices=("auto", "fast", "litellm"),
+        default="auto",
+        help="how to reach the model: auto (the fast OpenAI-compatible client for openai/... "
+        "models and any --api-base, litellm for other providers), or force one",
+    )
     add(
         "--tools",
         help="comma-separated modules whose @tool functions to register "
@@ -141,20 +156,26 @@ def _build(
 
 def _model(args: argparse.Namespace, env: os._Environ[str] | dict[str, str]) -> ChatModel:
     name = args.model or env.get("LLM_MODEL") or "demo"
-    if name == "demo":
-        return DemoModel()
     params: dict[str, Any] = {}
     if env.get("LLM_TEMPERATURE"):
         try:
             params["temperature"] = float(env["LLM_TEMPERATURE"])
         except ValueError:
             raise CliError("LLM_TEMPERATURE must be a number") from None
-    return LiteLLMModel(
-        name,
-        api_base=args.api_base or env.get("LLM_BASE_URL"),
-        api_key=args.api_key or env.get("LLM_API_KEY"),
-        **params,
-    )
+    try:
+        model = resolve_model(
+            name,
+            api_base=args.api_base or env.get("LLM_BASE_URL"),
+            api_key=args.api_key or env.get("LLM_API_KEY"),
+            client=args.model_client,
+            max_connections=args.max_concurrency,
+            **({} if name == "demo" else params),
+        )
+    except ConfigurationError as exc:
+        raise CliError(str(exc)) from None
+    if isinstance(model, LiteLLMModel):
+        model.preload()  # import litellm now (seconds), not on the first request
+    return model
 
 
 def _describe(model: ChatModel) -> str:

@@ -72,6 +72,10 @@ class LiteLLMModel:
         """The litellm model string."""
         return self._model
 
+    def preload(self) -> None:
+        """Import litellm now, so the first request does not wait for it."""
+        _import_litellm()
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one completion, translating litellm's exceptions into :class:`ModelError`."""
         litellm = _import_litellm()

@@ -91,7 +91,8 @@ _ERRORS: Final[Mapping[int, tuple[str, str, str | None]]] = {
 
 @dataclass(frozen=True)
 class Stream:
-    """A ``text/event-stream`` answer: each chunk is sent as ``data: {json}\\n\\n``.
+    """A ``text/event-stream`` answer: each chunk is sent as ``data: {json}\\n\\n``
+    (a ``str`` chunk is sent as it is, e.g. to send malformed JSON).
 
     ``drop_after=N`` abruptly closes the TCP connection after N chunks (no
     ``[DONE]``, no chunked-encoding terminator).  ``stall_after=N`` stops sending
@@ -99,7 +100,7 @@ class Stream:
     ``latency`` delays the response headers (time to first byte).
     """
 
-    chunks: list[JsonDict]
+    chunks: Sequence[JsonDict | str]
     delay: float = 0.0
     drop_after: int | None = None
     stall_after: int | None = None
@@ -401,6 +402,7 @@ class FakeOpenAIServer:
         self.requests: list[JsonDict] = []
         #: Headers of every request received (parallel to ``requests``).
         self.request_headers: list[dict[str, str]] = []
+        self.request_paths: list[str] = []
         #: Number of streams cut by ``drop_after`` / currently stalled.
         self.dropped = 0
         self.stalled = 0
@@ -470,6 +472,7 @@ class FakeOpenAIServer:
             body = {"_raw": raw.decode("utf-8", "replace")}
         self.requests.append(body if isinstance(body, dict) else {"_json": body})
         self.request_headers.append(dict(request.headers))
+        self.request_paths.append(request.path_qs)
 
         if not self._queue:
             return web.json_response(
@@ -506,7 +509,8 @@ class FakeOpenAIServer:
                     return await self._stall(request, resp)
                 if n and spec.delay:
                     await asyncio.sleep(spec.delay)
-                await resp.write(f"data: {json.dumps(data)}\n\n".encode())
+                payload = data if isinstance(data, str) else json.dumps(data)
+                await resp.write(f"data: {payload}\n\n".encode())
             if spec.drop_after is not None:
                 return self._drop(request, resp)
             if spec.stall_after is not None:

@@ -1,8 +1,9 @@
-"""``LiteLLMModel`` through real litellm against a local OpenAI-compatible streaming server.
+"""Both model clients against a local OpenAI-compatible streaming server.
 
-The fake server speaks the real ``chat.completion.chunk`` SSE format on 127.0.0.1; the same
-behaviours are checked as with ScriptedModel: streamed text, split and interleaved tool-call
-deltas, usage, retries before the first chunk only, dropped and stalled streams.
+``LiteLLMModel`` (through real litellm) and ``OpenAICompatModel`` (the fast path) run the same
+scenarios against a fake server speaking the real ``chat.completion.chunk`` SSE format on
+127.0.0.1: streamed text, split and interleaved tool-call deltas, usage, retries before the
+first chunk only, dropped and stalled streams. Both must behave the same.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from prometheus_client import CollectorRegistry
 from agent_executor import (
     AgentCommand,
     AgentExecutor,
+    ChatModel,
     DoneEvent,
     ErrorEvent,
     LiteLLMModel,
     MessageEvent,
+    OpenAICompatModel,
     ToolEndEvent,
     ToolStartEvent,
     Usage,
@@ -45,26 +48,58 @@ def get_time(zone: str) -> str:
     return f"noon in {zone}"
 
 
+CLIENTS = ["litellm", "fast"]
+
+
+@pytest.fixture(params=CLIENTS)
+def client(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[FakeOpenAIServer]:
     async with FakeOpenAIServer() as fake:
         yield fake
 
 
-def executor_for(server: FakeOpenAIServer, **options: object) -> AgentExecutor:
-    model = LiteLLMModel(MODEL, api_base=server.base_url, api_key="sk-test")
-    return AgentExecutor(
+_open: list[AgentExecutor] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_executors() -> AsyncIterator[None]:
+    yield
+    while _open:
+        await _open.pop().aclose()
+
+
+def model_for(client: str, base_url: str) -> ChatModel:
+    if client == "litellm":
+        return LiteLLMModel(MODEL, api_base=base_url, api_key="sk-test")
+    return OpenAICompatModel(MODEL, base_url=base_url, api_key="sk-test")
+
+
+def executor_for(server: FakeOpenAIServer, client: str, **options: object) -> AgentExecutor:
+    model = model_for(client, server.base_url)
+    executor = AgentExecutor(
         model=model,
         tools=[get_weather, get_time],
         metrics=CollectorRegistry(),
         retry_backoff=0.01,
-        **options,
-    )  # type: ignore[arg-type]
+        **options,  # type: ignore[arg-type]
+    )
+    return _track(executor)
 
 
-async def test_text_streams_delta_by_delta_with_usage(server: FakeOpenAIServer) -> None:
+def _track(executor: AgentExecutor) -> AgentExecutor:
+    _open.append(executor)
+    return executor
+
+
+async def test_text_streams_delta_by_delta_with_usage(
+    server: FakeOpenAIServer, client: str
+) -> None:
     server.script(Stream(text_stream(["Hel", "lo ", "world"], usage=(12, 3))))
-    executor = executor_for(server)
+    executor = executor_for(server, client)
 
     events = strip_timing(await collect(executor, "hi"))
 
@@ -87,7 +122,7 @@ async def test_text_streams_delta_by_delta_with_usage(server: FakeOpenAIServer) 
 
 
 async def test_split_interleaved_tool_calls_and_the_follow_up_request(
-    server: FakeOpenAIServer,
+    server: FakeOpenAIServer, client: str
 ) -> None:
     server.script(
         Stream(
@@ -104,7 +139,7 @@ async def test_split_interleaved_tool_calls_and_the_follow_up_request(
         ),
         Stream(text_stream(["Sunny ", "at noon."], usage=(40, 4))),
     )
-    executor = executor_for(server)
+    executor = executor_for(server, client)
 
     events = await collect(executor, "weather and time in Lyon?")
 
@@ -136,9 +171,11 @@ async def test_split_interleaved_tool_calls_and_the_follow_up_request(
     ]
 
 
-async def test_a_503_before_the_first_chunk_is_retried(server: FakeOpenAIServer) -> None:
+async def test_a_503_before_the_first_chunk_is_retried(
+    server: FakeOpenAIServer, client: str
+) -> None:
     server.script(Status(503), Stream(text_stream(["after retry"])))
-    executor = executor_for(server)
+    executor = executor_for(server, client)
 
     result = await executor.execute(AgentCommand(user_prompt="hi"))
 
@@ -151,20 +188,22 @@ async def test_a_503_before_the_first_chunk_is_retried(server: FakeOpenAIServer)
     )
 
 
-async def test_a_429_honours_retry_after_then_gives_up(server: FakeOpenAIServer) -> None:
+async def test_a_429_honours_retry_after_then_gives_up(
+    server: FakeOpenAIServer, client: str
+) -> None:
     server.script(*[Status(429, headers={"Retry-After": "0"})] * 3)
-    executor = executor_for(server)
+    executor = executor_for(server, client)
 
     result = await executor.execute(AgentCommand(user_prompt="hi"))
 
     assert result.error is not None and result.error.code == "llm_error"
-    assert "RateLimitError" in result.error.message
+    assert ("RateLimitError" if client == "litellm" else "HTTP 429") in result.error.message
     assert len(server.requests) == 3  # first try + model_retries=2
 
 
-async def test_a_401_is_not_retried(server: FakeOpenAIServer) -> None:
+async def test_a_401_is_not_retried(server: FakeOpenAIServer, client: str) -> None:
     server.script(Status(401))
-    executor = executor_for(server)
+    executor = executor_for(server, client)
 
     result = await executor.execute(AgentCommand(user_prompt="hi"))
 
@@ -182,9 +221,11 @@ async def test_a_401_is_not_retried(server: FakeOpenAIServer) -> None:
     )
 
 
-async def test_a_connection_dropped_mid_stream_is_not_retried(server: FakeOpenAIServer) -> None:
+async def test_a_connection_dropped_mid_stream_is_not_retried(
+    server: FakeOpenAIServer, client: str
+) -> None:
     server.script(Stream(text_stream(["one ", "two ", "three"]), drop_after=3))
-    executor = executor_for(server)
+    executor = executor_for(server, client)
     command = AgentCommand(user_prompt="hi", user_id="u", session_id="s")
 
     events = await collect(executor, command)
@@ -197,9 +238,11 @@ async def test_a_connection_dropped_mid_stream_is_not_retried(server: FakeOpenAI
     assert await executor.memory.load("u", "s") == []
 
 
-async def test_a_stalled_stream_ends_with_an_idle_timeout(server: FakeOpenAIServer) -> None:
+async def test_a_stalled_stream_ends_with_an_idle_timeout(
+    server: FakeOpenAIServer, client: str
+) -> None:
     server.script(Stream(text_stream(["start"]), stall_after=2))
-    executor = executor_for(server, stream_idle_timeout=0.2)
+    executor = executor_for(server, client, stream_idle_timeout=0.2)
 
     events = await collect(executor, "hi")
 
@@ -208,14 +251,80 @@ async def test_a_stalled_stream_ends_with_an_idle_timeout(server: FakeOpenAIServ
     assert isinstance(events[2], DoneEvent)
 
 
-async def test_connection_refused_is_an_llm_error_after_retries() -> None:
+async def test_connection_refused_is_an_llm_error_after_retries(client: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    model = LiteLLMModel(MODEL, api_base=f"http://127.0.0.1:{port}/v1", api_key="sk-test")
-    executor = AgentExecutor(model=model, metrics=CollectorRegistry(), retry_backoff=0.01)
+    model = model_for(client, f"http://127.0.0.1:{port}/v1")
+    executor = _track(AgentExecutor(model=model, metrics=CollectorRegistry(), retry_backoff=0.01))
 
     result = await executor.execute(AgentCommand(user_prompt="hi"))
 
     assert result.error is not None and result.error.code == "llm_error"
     assert sample(executor.metrics.registry, "agent_executor_llm_retries_total", model=MODEL) == 2
+
+
+async def test_the_fast_path_sends_azure_style_headers_and_query(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(Stream(text_stream(["ok"])))
+    model = OpenAICompatModel(
+        "gpt-4o-mini",
+        base_url=server.base_url,
+        name="azure/gpt-4o-mini",
+        headers={"api-key": "azure-key"},
+        query={"api-version": "2024-10-21"},
+        temperature=0.1,
+    )
+    executor = _track(AgentExecutor(model=model, metrics=CollectorRegistry()))
+
+    result = await executor.execute(AgentCommand(user_prompt="hi"))
+
+    assert result.content == "ok"
+    assert server.request_headers[0]["api-key"] == "azure-key"
+    assert "Authorization" not in server.request_headers[0]
+    assert server.requests[0]["model"] == "gpt-4o-mini"
+    assert server.requests[0]["temperature"] == 0.1
+    assert server.request_paths[0].endswith("/chat/completions?api-version=2024-10-21")
+    assert (
+        sample(
+            executor.metrics.registry,
+            "agent_executor_llm_requests_total",
+            model="azure/gpt-4o-mini",
+            outcome="success",
+        )
+        == 1
+    )
+
+
+async def test_a_malformed_chunk_is_an_llm_error(server: FakeOpenAIServer, client: str) -> None:
+    server.script(Stream([{"choices": [{"index": 0, "delta": {"content": "fine "}}]}, "{oops"]))
+    executor = executor_for(server, client)
+
+    events = await collect(executor, "hi")
+
+    assert events[0] == MessageEvent("fine ")
+    assert isinstance(events[1], ErrorEvent) and events[1].code == "llm_error"
+    assert isinstance(events[2], DoneEvent)
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "client", "expected"),
+    [
+        ("openai/gpt-4o-mini", None, "auto", OpenAICompatModel),
+        ("llama3", "http://127.0.0.1:11434/v1", "auto", OpenAICompatModel),
+        ("anthropic/claude-sonnet-4", None, "auto", LiteLLMModel),
+        ("gpt-4o-mini", None, "auto", LiteLLMModel),
+        ("openai/gpt-4o-mini", None, "litellm", LiteLLMModel),
+        ("mistral-large", None, "fast", OpenAICompatModel),
+    ],
+)
+def test_model_strings_choose_a_client(
+    model: str, api_base: str | None, client: str, expected: type
+) -> None:
+    from agent_executor.models import resolve_model
+
+    chosen = resolve_model(model, api_base=api_base, client=client)  # type: ignore[arg-type]
+
+    assert isinstance(chosen, expected)
+    assert chosen.name == model

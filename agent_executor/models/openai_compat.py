@@ -1,0 +1,212 @@
+"""``OpenAICompatModel``: the fast path to OpenAI and every OpenAI-compatible server.
+
+It speaks the Chat Completions streaming protocol directly over one shared aiohttp
+``ClientSession`` (pooled keep-alive connections, the pool sized by ``max_connections``) and
+does the least work per chunk: bytes are split into lines in bulk, each ``data:`` line is
+decoded with orjson, and only the fields a turn needs are read. It serves OpenAI, vLLM, Ollama,
+llama.cpp's server, DeepSeek, Groq, Together, OpenRouter and Azure OpenAI (``base_url`` of the
+deployment, ``query={"api-version": ...}``, ``headers={"api-key": ...}``).
+
+Behaviour is the same as ``LiteLLMModel``'s: failures become :class:`ModelError` with the same
+retry classification (the executor retries before the first chunk), usage is requested with
+``stream_options.include_usage``, and tool-call fragments go to the executor's one assembler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+
+from ..errors import ModelError
+from ..messages import Usage, to_openai_messages
+from .base import ModelChunk, ModelRequest, ToolCallDelta
+
+__all__ = ["OpenAICompatModel"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatModel:
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``model`` is sent as is (an ``openai/`` prefix is removed, as litellm does); ``name`` (for
+    metrics and logs) defaults to the string given. ``api_key`` defaults to ``OPENAI_API_KEY``
+    for OpenAI's own URL. Other keyword arguments (``temperature``, ``max_tokens``, ...) are
+    sent in every request body.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        query: Mapping[str, str] | None = None,
+        max_connections: int = 100,
+        connect_timeout: float = 10.0,
+        name: str | None = None,
+        session: aiohttp.ClientSession | None = None,
+        **params: Any,
+    ) -> None:
+        self._name = name or model
+        self._model = model.removeprefix("openai/")
+        base = (base_url or OPENAI_BASE_URL).rstrip("/")
+        self._url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+        if api_key is None and base_url is None:
+            api_key = os.environ.get("OPENAI_API_KEY")
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._headers.update(headers or {})
+        self._query = dict(query or {})
+        self._params = params
+        self._max_connections = max_connections
+        self._connect_timeout = connect_timeout
+        self._session = session
+        self._owns_session = session is None
+
+    @property
+    def name(self) -> str:
+        """The model name used in metrics and logs."""
+        return self._name
+
+    async def aclose(self) -> None:
+        """Close the connection pool (if this model created it)."""
+        if self._session is not None and self._owns_session:
+            await self._session.close()
+            self._session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections, limit_per_host=0, keepalive_timeout=30
+            )
+            timeout = aiohttp.ClientTimeout(total=None, connect=self._connect_timeout)
+            session = aiohttp.ClientSession(
+                connector=connector, timeout=timeout, auto_decompress=True
+            )
+            self._session = session
+        return session
+
+    def _body(self, request: ModelRequest) -> bytes:
+        body: dict[str, Any] = {
+            **self._params,
+            **request.params,
+            "model": self._model,
+            "messages": to_openai_messages(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = request.tools
+        return orjson.dumps(body)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream one completion."""
+        try:
+            async with self._client().post(
+                self._url, data=self._body(request), headers=self._headers, params=self._query
+            ) as response:
+                if response.status != 200:
+                    raise await _http_error(response)
+                async for chunk in _chunks(response.content):
+                    yield chunk
+        except ModelError:
+            raise
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise ModelError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+        except orjson.JSONDecodeError as exc:
+            raise ModelError(f"the model sent a malformed chunk: {exc}") from exc
+
+
+async def _chunks(content: aiohttp.StreamReader) -> AsyncIterator[ModelChunk]:
+    """Parse the SSE body: bytes → lines → ``data:`` payloads → chunks, until ``[DONE]``."""
+    pending = b""
+    async for data in content.iter_any():
+        lines = (pending + data).split(b"\n") if pending else data.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                return
+            chunk = _convert(orjson.loads(payload))
+            if chunk is not None:
+                yield chunk
+    if pending.startswith(b"data:") and pending[5:].strip() not in (b"", b"[DONE]"):
+        chunk = _convert(orjson.loads(pending[5:].strip()))
+        if chunk is not None:
+            yield chunk
+
+
+def _convert(obj: dict[str, Any]) -> ModelChunk | None:
+    """A ``chat.completion.chunk`` object → :class:`ModelChunk` (``None`` if it holds nothing)."""
+    choices = obj.get("choices")
+    raw_usage = obj.get("usage")
+    usage = _usage(raw_usage) if raw_usage else None
+    if not choices:
+        if "error" in obj:
+            raise ModelError(f"the model reported an error mid-stream: {obj['error']}")
+        return ModelChunk(usage=usage) if usage else None
+    choice = choices[0]
+    delta = choice.get("delta") or {}
+    text = delta.get("content") or None
+    raw_calls = delta.get("tool_calls")
+    finish = choice.get("finish_reason")
+    if text is not None and raw_calls is None and finish is None and usage is None:
+        return ModelChunk(text=text)
+    calls = tuple(_delta(call) for call in raw_calls) if raw_calls else None
+    if not (text or calls or finish or usage):
+        return None
+    return ModelChunk(text=text, tool_calls=calls, finish_reason=finish, usage=usage)
+
+
+def _delta(call: dict[str, Any]) -> ToolCallDelta:
+    function = call.get("function") or {}
+    return ToolCallDelta(
+        index=call.get("index"),
+        id=call.get("id") or None,
+        name=function.get("name") or None,
+        arguments=function.get("arguments") or None,
+    )
+
+
+def _usage(raw: dict[str, Any]) -> Usage | None:
+    prompt = raw.get("prompt_tokens") or 0
+    completion = raw.get("completion_tokens") or 0
+    if not (prompt or completion):
+        return None
+    return Usage(input_tokens=prompt, output_tokens=completion)
+
+
+async def _http_error(response: aiohttp.ClientResponse) -> ModelError:
+    """A non-200 answer → :class:`ModelError`, classified like litellm's by status."""
+    status = response.status
+    text = (await response.text(errors="replace"))[:2000]
+    try:
+        detail = orjson.loads(text).get("error", {})
+        message = detail.get("message") if isinstance(detail, dict) else str(detail)
+    except (orjson.JSONDecodeError, AttributeError):
+        message = None
+    retryable = status in (408, 409, 429) or status >= 500
+    return ModelError(
+        f"HTTP {status}: {message or text or response.reason}",
+        retryable=retryable,
+        status_code=status,
+        retry_after=_retry_after(response.headers.get("Retry-After")),
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
