@@ -5,6 +5,7 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 :class:`ErrorEvent`, :class:`DoneEvent`) as the model writes and the tools run.
 """
 
+from ._stream import EventStream
 from ._version import __version__
 from .command import AgentCommand
 from .context import RunContext
@@ -71,6 +72,7 @@ __all__ = [
     "ErrorCode",
     "ErrorEvent",
     "ErrorInfo",
+    "EventStream",
     "FunctionTool",
     "Guard",
     "GuardRejection",

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ._run import PendingCall, Run
 from .errors import HookRejection
@@ -23,7 +24,7 @@ from .metrics import Metrics
 from .results import ToolCallRecord, ToolStatus
 from .tools import Tool, ToolArgumentsError, serialize_result
 
-__all__ = ["Refusal", "ToolLimits", "ToolRunner"]
+__all__ = ["Refusal", "ToolBatch", "ToolLimits", "ToolRunner"]
 
 logger = logging.getLogger("agent_executor.tools")
 
@@ -48,46 +49,23 @@ class Refusal:
 
 
 class ToolRunner:
-    """Runs the tool calls of a turn concurrently and adds their results to the run."""
+    """Runs tool calls: plans refusals, applies hooks and timeouts, emits events, records."""
 
     def __init__(
         self, tools: Mapping[str, Tool], limits: ToolLimits, hooks: _HookChain, metrics: Metrics
     ) -> None:
-        self._tools = tools
+        self.tools = tools
+        self.has_eager = any(tool.eager for tool in tools.values())
         self._limits = limits
         self._hooks = hooks
         self._metrics = metrics
         self._available = ", ".join(sorted(tools)) or "(none)"
 
-    async def run_calls(
-        self,
-        run: Run,
-        calls: Sequence[ToolCall],
-        *,
-        max_calls: int | None,
-        refuse_all: Refusal | None = None,
-    ) -> bool:
-        """Run ``calls`` (results in call order); true if ``max_calls`` refused one of them."""
-        refusals = [refuse_all or self._plan(run, call, max_calls) for call in calls]
-        limit_hit = any(r is not None and r.over_limit for r in refusals)
-        slots: list[ToolCallRecord | None] = [None] * len(calls)
-        limiter = anyio.CapacityLimiter(self._limits.max_parallel)
-        try:
-            async with anyio.create_task_group() as tg:
-                for index, (call, refusal) in enumerate(zip(calls, refusals, strict=True)):
-                    tg.start_soon(self._one, run, call, refusal, limiter, slots, index)
-        finally:
-            # Calls that finished are recorded even if the turn was cut short (a timeout);
-            # the unfinished ones are still in ``run.pending``.
-            for call, record in zip(calls, slots, strict=True):
-                if record is not None:
-                    run.records.append(record)
-                    run.add(
-                        ToolMessage(tool_call_id=call.id, name=call.name, content=record.result)
-                    )
-        return limit_hit
+    def batch(self, run: Run, task_group: TaskGroup, max_calls: int | None) -> ToolBatch:
+        """A batch for one model turn's calls, run as tasks of ``task_group``."""
+        return ToolBatch(self, run, task_group, max_calls, self._limits.max_parallel)
 
-    def _plan(self, run: Run, call: ToolCall, max_calls: int | None) -> Refusal | None:
+    def plan(self, run: Run, call: ToolCall, max_calls: int | None) -> Refusal | None:
         """Refuse a call past ``max_calls`` or repeated identically too many times in a row."""
         key = (call.name, _canonical(call.arguments))
         run.identical_streak = run.identical_streak + 1 if key == run.last_call_key else 1
@@ -109,15 +87,15 @@ class ToolRunner:
         run.tool_calls_made += 1
         return None
 
-    async def _one(
+    async def run_one(
         self,
         run: Run,
         call: ToolCall,
         refusal: Refusal | None,
         limiter: anyio.CapacityLimiter,
-        slots: list[ToolCallRecord | None],
-        index: int,
+        records: dict[str, ToolCallRecord],
     ) -> None:
+        """Run (or refuse) one call between its ``tool_start`` and ``tool_end`` events."""
         arguments = _loose_arguments(call.arguments)
         run.emit(ToolStartEvent(tool=call.name, call_id=call.id, arguments=arguments))
         started = time.perf_counter()
@@ -138,7 +116,7 @@ class ToolRunner:
         if self._hooks:
             record = await self._after_hooks(run, call, record)
         del run.pending[call.id]
-        slots[index] = record
+        records[call.id] = record
         self.count(record, time.perf_counter() - started)
         run.emit(
             ToolEndEvent(
@@ -150,7 +128,7 @@ class ToolRunner:
         )
 
     async def _execute(self, run: Run, call: ToolCall) -> tuple[ToolStatus, str]:
-        tool = self._tools.get(call.name)
+        tool = self.tools.get(call.name)
         if tool is None:
             return "not_found", (f"unknown tool {call.name!r}; available tools: {self._available}")
         try:
@@ -198,6 +176,75 @@ class ToolRunner:
             f"{text[:limit]}\n[truncated: the result had {len(text)} characters; "
             f"only the first {limit} are shown]"
         )
+
+
+class ToolBatch:
+    """The tool calls of one model turn: started as they become known (eager tools while the
+    model still streams, the rest when its turn ends), results collected in call order."""
+
+    __slots__ = (
+        "_ids",
+        "_limiter",
+        "_max_calls",
+        "_run",
+        "_runner",
+        "_started",
+        "_tg",
+        "limit_hit",
+        "records",
+    )
+
+    def __init__(
+        self,
+        runner: ToolRunner,
+        run: Run,
+        task_group: TaskGroup,
+        max_calls: int | None,
+        max_parallel: int,
+    ) -> None:
+        self._runner = runner
+        self._run = run
+        self._tg = task_group
+        self._max_calls = max_calls
+        self._limiter = anyio.CapacityLimiter(max_parallel)
+        self._ids: set[str] = set()
+        self._started: list[ToolCall] = []
+        self.records: dict[str, ToolCallRecord] = {}
+        self.limit_hit = False
+
+    def start(self, call: ToolCall, refusal: Refusal | None = None) -> None:
+        """Start ``call`` (once), refusing it with ``refusal`` or whatever the limits say."""
+        if call.id in self._ids:
+            return
+        self._ids.add(call.id)
+        self._started.append(call)
+        if refusal is None:
+            refusal = self._runner.plan(self._run, call, self._max_calls)
+        if refusal is not None and refusal.over_limit:
+            self.limit_hit = True
+        self._tg.start_soon(
+            self._runner.run_one, self._run, call, refusal, self._limiter, self.records
+        )
+
+    def start_eager(self, call: ToolCall) -> None:
+        """Start ``call`` now if its tool is eager; called when its arguments are complete."""
+        tool = self._runner.tools.get(call.name)
+        if tool is not None and tool.eager:
+            self.start(call)
+
+    def collect(self, calls: Sequence[ToolCall]) -> None:
+        """Add the finished calls' records and results to the run, in call order.
+
+        Calls that did not finish (the turn was cut short) stay in ``run.pending``.
+        """
+        run = self._run
+        ordered = list(calls)
+        ordered += [c for c in self._started if c.id not in {call.id for call in calls}]
+        for call in ordered:
+            record = self.records.get(call.id)
+            if record is not None:
+                run.records.append(record)
+                run.add(ToolMessage(tool_call_id=call.id, name=call.name, content=record.result))
 
 
 def _loose_arguments(raw: str) -> dict[str, object]:

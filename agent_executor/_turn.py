@@ -27,7 +27,7 @@ from tenacity import (
 from ._assembler import ToolCallAssembler
 from .errors import ModelError
 from .events import AgentEvent, MessageEvent
-from .messages import Usage
+from .messages import ToolCall, Usage
 from .metrics import Metrics
 from .models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
 
@@ -79,13 +79,15 @@ async def stream_turn(
     emit: Emit,
     texts: list[str],
     on_first_text: Callable[[], None],
+    on_call: Callable[[ToolCall], None] | None = None,
 ) -> ModelResponse:
     """Stream one model call to the end, emitting a ``MessageEvent`` per text delta.
 
     Text deltas are appended to ``texts`` (the run's text so far); ``on_first_text`` is called
-    when the first delta of the run arrives. Raises :class:`ModelError` when the call fails
-    (after retries, if it failed before its first chunk) or stalls; text already emitted is
-    never repeated.
+    when the first delta of the run arrives, ``on_call`` with each tool call whose arguments
+    are complete before the stream ends (for eager tools). Raises :class:`ModelError` when the
+    call fails (after retries, if it failed before its first chunk) or stalls; text already
+    emitted is never repeated.
     """
     started = time.perf_counter()
     state = _TurnState(texts)
@@ -93,7 +95,7 @@ async def stream_turn(
     try:
         stream, first = await _open(model, request, policy, metrics)
         try:
-            await _consume(stream, first, state, policy.idle_timeout, emit, on_first_text)
+            await _consume(stream, first, state, policy.idle_timeout, emit, on_first_text, on_call)
         finally:
             await _close(stream)
     except Exception:
@@ -183,6 +185,7 @@ async def _consume(
     idle_timeout: float | None,
     emit: Emit,
     on_first_text: Callable[[], None],
+    on_call: Callable[[ToolCall], None] | None,
 ) -> None:
     """Process chunks until the stream ends.
 
@@ -205,7 +208,13 @@ async def _consume(
                 texts.append(text)
                 emit(MessageEvent(text))
             if chunk.tool_calls:
-                assembler.add_all(chunk.tool_calls)
+                if on_call is None:
+                    assembler.add_all(chunk.tool_calls)
+                else:
+                    for delta in chunk.tool_calls:
+                        finished = assembler.add(delta)
+                        if finished is not None:
+                            on_call(finished)
             if chunk.finish_reason:
                 state.finish_reason = chunk.finish_reason
             if chunk.usage is not None:

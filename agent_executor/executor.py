@@ -9,20 +9,18 @@ their outcome from the same :class:`~agent_executor._run.Run`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import math
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from ._output import OutputFormat
 from ._run import Emit, Run, RunFailed
+from ._stream import EventStream
 from ._tool_runner import Refusal, ToolLimits, ToolRunner
 from ._turn import ModelPolicy, TurnMetrics, stream_turn
 from .command import AgentCommand
@@ -33,7 +31,7 @@ from .guards import Guard
 from .hooks import Hook, _HookChain
 from .logging import install_log_context, log_context
 from .memory import ConversationStore, InMemoryConversationStore
-from .messages import AssistantMessage, Message, SystemMessage, UserMessage
+from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
 from .metrics import Metrics
 from .models import ChatModel, resolve_model
 from .models.base import ModelRequest, ModelResponse
@@ -148,28 +146,16 @@ class AgentExecutor:
         run = await self._run(command, "execute", _drop, request_id)
         return run.result()
 
-    async def execute_stream(
+    def execute_stream(
         self, command: AgentCommand, *, request_id: str | None = None
-    ) -> AsyncGenerator[AgentEvent, None]:
+    ) -> EventStream:
         """Yield the run's events as they happen; the last one is always a ``DoneEvent``.
 
-        Leaving early (``break``, ``aclose()``, cancelling the consuming task) cancels the run:
-        running tools are cancelled and the permit is released before this generator finishes.
+        The returned :class:`EventStream` is an async generator: ``async for`` it. Leaving early
+        (``break``, ``aclose()``, cancelling the consuming task) cancels the run: running tools
+        are cancelled and the permit is released. The run starts at the first ``__anext__``.
         """
-        # The run lives in its own task feeding an unbounded memory stream, so no cancel scope
-        # ever spans a ``yield`` here (PEP 789). Model output is small; request_timeout bounds it.
-        send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
-        task = asyncio.get_running_loop().create_task(self._produce(command, request_id, send))
-        try:
-            with receive:
-                async for event in receive:
-                    yield event
-        finally:
-            task.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([task])
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        return EventStream(lambda emit: self._run(command, "stream", emit, request_id))
 
     async def aclose(self) -> None:
         """Release what the model holds (HTTP sessions); the executor is unusable afterwards."""
@@ -182,21 +168,6 @@ class AgentExecutor:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    async def _produce(
-        self,
-        command: AgentCommand,
-        request_id: str | None,
-        send: MemoryObjectSendStream[AgentEvent],
-    ) -> None:
-        def emit(event: AgentEvent) -> None:
-            try:  # noqa: SIM105 - a plain try is cheaper than suppress() on the per-token path
-                send.send_nowait(event)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the consumer has left and the run is being cancelled; per-token path
-
-        with send:
-            await self._run(command, "stream", emit, request_id)
 
     async def _run(
         self, command: AgentCommand, mode: Mode, emit: Emit, request_id: str | None
@@ -320,19 +291,14 @@ class AgentExecutor:
             max_calls = self._max_tool_calls
         offer_tools, limit_hit = max_calls > 0, False
         while run.turns < self._max_turns:
-            response = await self._model_turn(run, self._tool_specs if offer_tools else [])
-            calls = response.tool_calls if offer_tools else ()
-            run.add(AssistantMessage(content=response.text, tool_calls=calls))
+            response, calls, turn_limit_hit = await self._turn(run, offer_tools, max_calls)
             if not calls:
                 if limit_hit:
                     run.finish_reason = "max_tool_calls"
                 if output is None or self._accept(run, output, response.text):
                     return
                 continue
-            refusal = self._refusal(run, response)
-            limit_hit = await self._tool_runner.run_calls(
-                run, calls, max_calls=max_calls, refuse_all=refusal
-            )
+            limit_hit = turn_limit_hit
             offer_tools = not limit_hit
         run.finish_reason = "max_turns"
         if output is not None:
@@ -341,6 +307,37 @@ class AgentExecutor:
                 f"max_turns ({self._max_turns}) was reached before an answer in the requested "
                 "format",
             )
+
+    async def _turn(
+        self, run: Run, offer_tools: bool, max_calls: int
+    ) -> tuple[ModelResponse, tuple[ToolCall, ...], bool]:
+        """One model turn and its tool calls; eager tools start while the model streams.
+
+        Returns the response, the calls the turn made and whether ``max_calls`` refused one.
+        """
+        calls: tuple[ToolCall, ...] = ()
+        failure: RunFailed | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                batch = self._tool_runner.batch(run, tg, max_calls)
+                eager = batch.start_eager if offer_tools and self._tool_runner.has_eager else None
+                try:
+                    response = await self._model_turn(
+                        run, self._tool_specs if offer_tools else [], eager
+                    )
+                    calls = response.tool_calls if offer_tools else ()
+                    run.add(AssistantMessage(content=response.text, tool_calls=calls))
+                    refusal = self._refusal(run, response) if calls else None
+                    for call in calls:
+                        batch.start(call, refusal)
+                except RunFailed as exc:  # raised here, it would reach us in an ExceptionGroup
+                    failure = exc
+                    tg.cancel_scope.cancel()
+        finally:
+            batch.collect(calls)
+        if failure is not None:
+            raise failure
+        return response, calls, batch.limit_hit
 
     def _refusal(self, run: Run, response: ModelResponse) -> Refusal | None:
         """Calls not to run at all: cut off mid-arguments, or with no turn left to use them."""
@@ -354,7 +351,12 @@ class AgentExecutor:
             return Refusal("rejected", f"not run: max_turns ({self._max_turns}) reached")
         return None
 
-    async def _model_turn(self, run: Run, tools: list[dict[str, Any]]) -> ModelResponse:
+    async def _model_turn(
+        self,
+        run: Run,
+        tools: list[dict[str, Any]],
+        on_call: Callable[[ToolCall], None] | None,
+    ) -> ModelResponse:
         run.turns += 1
         run.ctx.turn = run.turns
         command = run.ctx.command
@@ -372,6 +374,7 @@ class AgentExecutor:
                 run.emit,
                 run.texts,
                 lambda: self._first_text(run),
+                on_call,
             )
             run.add_usage(response.usage)
             if self._hooks:

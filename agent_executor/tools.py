@@ -44,7 +44,9 @@ class Tool:
 
     Subclass it for tools that are not Python functions (HTTP endpoints, MCP servers, ...):
     override :meth:`parse_arguments` and :meth:`invoke`. ``timeout`` (seconds) overrides the
-    executor's ``tool_timeout`` for this tool.
+    executor's ``tool_timeout`` for this tool. ``eager`` marks a read-only, idempotent tool
+    that may start as soon as its arguments are complete in the stream, while the model is
+    still writing; other tools wait for the end of the model's turn.
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class Tool:
         description: str,
         parameters: dict[str, Any],
         timeout: float | None = None,
+        eager: bool = False,
     ) -> None:
         if not _NAME_RE.match(name):
             raise ConfigurationError(
@@ -63,6 +66,7 @@ class Tool:
         self.description = description
         self.parameters = parameters
         self.timeout = timeout
+        self.eager = eager
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI-style function spec offered to the model."""
@@ -103,6 +107,7 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        eager: bool = False,
     ) -> None:
         summary, arg_docs = _parse_docstring(inspect.getdoc(function) or "")
         self.function = function
@@ -113,6 +118,7 @@ class FunctionTool(Tool):
             description=description or summary,
             parameters=_schema_of(self._args_model),
             timeout=timeout,
+            eager=eager,
         )
         functools.update_wrapper(self, function)
 
@@ -142,7 +148,11 @@ def tool(function: F, /) -> FunctionTool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    eager: bool = False,
 ) -> Callable[[F], FunctionTool]: ...
 
 
@@ -153,11 +163,12 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    eager: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Make a function a tool: ``@tool`` or ``@tool(name=, description=, timeout=)``."""
+    """Make a function a tool: ``@tool`` or ``@tool(name=, description=, timeout=, eager=)``."""
 
     def wrap(fn: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(fn, name=name, description=description, timeout=timeout)
+        return FunctionTool(fn, name=name, description=description, timeout=timeout, eager=eager)
 
     return wrap(function) if function is not None else wrap
 

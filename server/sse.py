@@ -16,6 +16,7 @@ from contextlib import aclosing
 from typing import Any, Literal
 
 import anyio
+import orjson
 from aiohttp import web
 
 from agent_executor import (
@@ -60,7 +61,11 @@ def encode_data(event: AgentEvent, mode: EventMode) -> str:
         if isinstance(event, ErrorEvent):
             return event.message
         return ""
-    return json.dumps(_json_fields(event), separators=(",", ":"), default=_default)
+    fields = _json_fields(event)
+    try:
+        return orjson.dumps(fields, default=_default).decode()
+    except TypeError:  # e.g. lone surrogates, which orjson refuses; json escapes them
+        return json.dumps(fields, separators=(",", ":"), default=_default)
 
 
 def _json_fields(event: AgentEvent) -> dict[str, Any]:
@@ -118,12 +123,20 @@ class SSEWriter:
         self._next_id = 1
         self._last_write = time.monotonic()
         self._scope: anyio.CancelScope | None = None
+        self._done_written = False
         self.done_sent = False
         self.disconnected = False
         self.stopped = False
 
     async def pump(self, events: AsyncIterator[AgentEvent]) -> None:
-        """Write every event of ``events`` until it ends, the client leaves or ``stop()``."""
+        """Write every event of ``events`` until it ends, the client leaves or ``stop()``.
+
+        Events that are already waiting when one is written go out in the same write (an
+        ``EventStream`` offers them through ``drain_nowait``), so a burst of deltas costs one
+        write and no delta waits for a later one.
+        """
+        drain = getattr(events, "drain_nowait", None)
+        encode = self._encode
         async with aclosing(events):  # type: ignore[type-var]
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -131,7 +144,11 @@ class SSEWriter:
                     tg.start_soon(self._keepalive, scope)
                     try:
                         async for event in events:
-                            await self.send(event)
+                            more = drain() if drain is not None else None
+                            if more:
+                                await self._write(b"".join([encode(event), *map(encode, more)]))
+                            else:
+                                await self._write(encode(event))
                     except ConnectionResetError:
                         self.disconnected = True
                     scope.cancel()
@@ -144,16 +161,22 @@ class SSEWriter:
 
     async def send(self, event: AgentEvent) -> None:
         """Write one event."""
+        await self._write(self._encode(event))
+
+    def _encode(self, event: AgentEvent) -> bytes:
         event_id = self._next_id
         self._next_id = event_id + 1
-        data = encode_data(event, self._mode)
-        await self._write(frame(event.type, data, event_id))
-        if isinstance(event, DoneEvent):
-            self.done_sent = True
+        if type(event) is MessageEvent and self._mode == "text":
+            return frame("message", event.text, event_id)
+        if type(event) is DoneEvent:
+            self._done_written = True
+        return frame(event.type, encode_data(event, self._mode), event_id)
 
     async def _write(self, data: bytes) -> None:
         self._last_write = time.monotonic()
         await self._response.write(data)
+        if self._done_written:
+            self.done_sent = True
 
     async def _keepalive(self, scope: anyio.CancelScope) -> None:
         """Heartbeat when idle; end the stream as soon as the client's connection is gone.

@@ -226,3 +226,28 @@ async def test_unreadable_request_ids_are_replaced() -> None:
         )
 
     assert len(response.headers["x-request-id"]) == 32
+
+
+async def test_lone_surrogates_survive_json_mode_and_are_replaced_in_text_mode() -> None:
+    text = "a\ud800b"
+    executor = make_executor([[ModelChunk(text=text)], [ModelChunk(text=text)]])
+
+    async with serve(executor) as client:
+        as_json = await client.post("/api/chat/stream", json={"message": "x", "events": "json"})
+        as_text = await client.post("/api/chat/stream", json={"message": "x"})
+
+    data = as_json.text.split("\n")[2].removeprefix("data: ")
+    assert json.loads(data) == {"text": text}
+    assert as_text.content.startswith(b"id: 1\nevent: message\ndata: a?b\n\n")
+
+
+async def test_events_waiting_together_are_written_together() -> None:
+    """A burst of deltas goes out in one write; the bytes are the same as one by one."""
+    chunks = [ModelChunk(text=f"{i} ") for i in range(50)]
+    executor = make_executor([chunks])
+
+    async with serve(executor) as client:
+        response = await client.post("/api/chat/stream", json={"message": "x"})
+
+    expected = b"".join(f"id: {i + 1}\nevent: message\ndata: {i} \n\n".encode() for i in range(50))
+    assert response.content == expected + b"id: 51\nevent: done\ndata: \n\n"

@@ -1,0 +1,137 @@
+"""``EventStream``: what ``execute_stream()`` returns, an async generator of a run's events.
+
+The run lives in its own task and pushes events into a :class:`_Channel`; the consumer pulls
+them. So no cancel scope ever spans a consumer's ``yield`` (PEP 789), and the consumer can take
+every event that is already waiting in one call (:meth:`EventStream.drain_nowait`, which the SSE
+server uses to write several deltas in one frame batch).
+
+Leaving early cancels the run: ``aclose()`` and cancellation of the consuming task cancel the
+run's task and wait (shielded, bounded) until its tools are cancelled and its permit is
+released; a stream dropped without ``aclose()`` (``break`` out of ``async for``) cancels the run
+when it is garbage-collected, which CPython does at once. The run task holds only the channel,
+never the stream, so that works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from .events import AgentEvent
+
+__all__ = ["EventStream"]
+
+Emit = Callable[[AgentEvent], None]
+
+
+class _Channel:
+    """An unbounded single-consumer queue of events (model output is small; the run's
+    ``request_timeout`` bounds it)."""
+
+    __slots__ = ("buffer", "finished", "waiter")
+
+    def __init__(self) -> None:
+        self.buffer: deque[AgentEvent] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.finished = False
+
+    def push(self, event: AgentEvent) -> None:
+        self.buffer.append(event)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def finish(self, _: object = None) -> None:
+        self.finished = True
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+class EventStream(AsyncGenerator[AgentEvent, None]):
+    """The events of one run, in order; the last one is always a ``DoneEvent``."""
+
+    __slots__ = ("_channel", "_start", "_task")
+
+    def __init__(self, start: Callable[[Emit], Coroutine[Any, Any, object]]) -> None:
+        self._start: Callable[[Emit], Coroutine[Any, Any, object]] | None = start
+        self._channel = _Channel()
+        self._task: asyncio.Task[object] | None = None
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        channel = self._channel
+        if self._start is not None:
+            self._begin()
+        while True:
+            if channel.buffer:
+                return channel.buffer.popleft()
+            if channel.finished:
+                self._raise_run_error()
+                raise StopAsyncIteration
+            waiter = channel.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            except BaseException:
+                await self.aclose()
+                raise
+            finally:
+                channel.waiter = None
+
+    def drain_nowait(self) -> list[AgentEvent]:
+        """Every event that is already waiting (possibly none), without waiting for more."""
+        buffer = self._channel.buffer
+        events = list(buffer)
+        buffer.clear()
+        return events
+
+    async def asend(self, value: None) -> AgentEvent:
+        return await self.__anext__()
+
+    async def athrow(
+        self,
+        typ: type[BaseException] | BaseException,
+        val: BaseException | object = None,
+        tb: TracebackType | None = None,
+    ) -> AgentEvent:
+        await self.aclose()
+        if isinstance(typ, BaseException):
+            raise typ
+        raise typ() if val is None else val  # type: ignore[misc]
+
+    async def aclose(self) -> None:
+        """Stop the run (if it is still going) and wait until it has cleaned up."""
+        self._start = None
+        self._channel.finished = True
+        self._channel.buffer.clear()
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(30):
+                await asyncio.wait([task])
+
+    def __del__(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+
+    def _begin(self) -> None:
+        start, self._start = self._start, None
+        assert start is not None
+        task = asyncio.get_running_loop().create_task(start(self._channel.push))
+        task.add_done_callback(self._channel.finish)
+        self._task = task
+
+    def _raise_run_error(self) -> None:
+        task = self._task
+        if task is not None and task.done() and not task.cancelled():
+            error = task.exception()
+            if error is not None:
+                raise error
