@@ -28,7 +28,7 @@ from .events import (
     event_adapter,
 )
 from .executor import AgentExecutor
-from .guards import Guard, InputValidationGuard
+from .guards import Guard, InputValidationGuard, ScreenVerdict, ToolResultScreen
 from .hooks import Hook
 from .logging import LogContextFilter, install_log_context, log_context
 from .memory import ConversationStore, InMemoryConversationStore
@@ -90,6 +90,7 @@ __all__ = [
     "ModelResponse",
     "OpenAICompatModel",
     "RunContext",
+    "ScreenVerdict",
     "ScriptExhaustedError",
     "ScriptedModel",
     "SystemMessage",
@@ -99,6 +100,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolEndEvent",
     "ToolMessage",
+    "ToolResultScreen",
     "ToolStartEvent",
     "Usage",
     "UserMessage",

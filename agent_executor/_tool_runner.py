@@ -17,6 +17,7 @@ from anyio.abc import TaskGroup
 
 from ._run import PendingCall, Run
 from .errors import HookRejection
+from .guards import ToolResultScreen
 from .events import ToolEndEvent, ToolStartEvent
 from .hooks import _HookChain
 from .messages import ToolCall, ToolMessage
@@ -52,9 +53,15 @@ class ToolRunner:
     """Runs tool calls: plans refusals, applies hooks and timeouts, emits events, records."""
 
     def __init__(
-        self, tools: Mapping[str, Tool], limits: ToolLimits, hooks: _HookChain, metrics: Metrics
+        self,
+        tools: Mapping[str, Tool],
+        limits: ToolLimits,
+        hooks: _HookChain,
+        metrics: Metrics,
+        screens: Sequence[ToolResultScreen] = (),
     ) -> None:
         self.tools = tools
+        self._screens = tuple(screens)
         self.has_eager = any(tool.eager for tool in tools.values())
         self._limits = limits
         self._hooks = hooks
@@ -105,13 +112,16 @@ class ToolRunner:
         else:
             async with limiter:
                 status, result = await self._execute(run, call)
+        result = self._truncate(result)
+        if self._screens and status in ("success", "error"):
+            status, result = await self._screen(call.name, status, result)
         record = ToolCallRecord(
             call_id=call.id,
             tool=call.name,
             arguments=arguments,
             status=status,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            result=self._truncate(result),
+            result=result,
         )
         if self._hooks:
             record = await self._after_hooks(run, call, record)
@@ -151,6 +161,18 @@ class ToolRunner:
         if scope.cancelled_caught:
             return "timeout", f"{call.name} did not finish within {timeout} s"
         return "success", serialize_result(value)
+
+    async def _screen(
+        self, tool: str, status: ToolStatus, result: str
+    ) -> tuple[ToolStatus, str]:
+        """Let guards check the result for injected instructions before the model sees it."""
+        for screen in self._screens:
+            verdict = await screen.screen_tool_result(tool, result)
+            if verdict is not None:
+                result = verdict.text
+                if verdict.blocked:
+                    return "rejected", result
+        return status, result
 
     async def _after_hooks(
         self, run: Run, call: ToolCall, record: ToolCallRecord

@@ -27,7 +27,7 @@ from .command import AgentCommand
 from .context import RunContext
 from .errors import ConfigurationError, ErrorCode, GuardRejection, HookRejection, ModelError
 from .events import AgentEvent, ErrorEvent, ToolEndEvent
-from .guards import Guard
+from .guards import Guard, ToolResultScreen
 from .hooks import Hook, _HookChain
 from .logging import install_log_context, log_context
 from .memory import ConversationStore, InMemoryConversationStore
@@ -130,6 +130,7 @@ class AgentExecutor:
             ),
             self._hooks,
             self.metrics,
+            [g for g in self._guards if isinstance(g, ToolResultScreen)],
         )
         self.metrics.register_tools(self.tools)
         for guard in self._guards:

@@ -3,17 +3,22 @@
 A guard is any object with a ``name`` and an async ``check(ctx)`` that raises
 :class:`~agent_executor.errors.GuardRejection` to refuse the run. Guards run in order; the first
 rejection ends the run with an ``error`` event carrying its code, message and ``retry_after``.
+
+A guard may also screen tool results before they go back to the model (indirect prompt
+injection): if it has ``screen_tool_result(tool, text)``, the executor calls it for every
+finished call and gives the model the :class:`ScreenVerdict`'s text instead.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
 from .context import RunContext
 from .errors import ErrorCode, GuardRejection
 
-__all__ = ["Guard", "InputValidationGuard"]
+__all__ = ["Guard", "InputValidationGuard", "ScreenVerdict", "ToolResultScreen"]
 
 
 @runtime_checkable
@@ -30,6 +35,21 @@ class Guard(Protocol):
     def codes(self) -> tuple[str, ...]: ...
 
     async def check(self, ctx: RunContext) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenVerdict:
+    """What the model gets instead of a tool result; ``blocked`` marks the call ``rejected``."""
+
+    text: str
+    blocked: bool = False
+
+
+@runtime_checkable
+class ToolResultScreen(Protocol):
+    """A guard that also checks tool results; ``None`` leaves the result as it is."""
+
+    async def screen_tool_result(self, tool: str, text: str) -> ScreenVerdict | None: ...
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
