@@ -52,6 +52,7 @@ from .models import (
     ScriptedModel,
     ToolCallDelta,
 )
+from .ratelimit import InMemoryRateLimitStorage, RateLimitGuard, RateLimitStorage
 from .results import AgentResult, ErrorInfo, ToolCallRecord
 from .tools import FunctionTool, Tool, tool
 
@@ -79,6 +80,7 @@ __all__ = [
     "Hook",
     "HookRejection",
     "InMemoryConversationStore",
+    "InMemoryRateLimitStorage",
     "InputValidationGuard",
     "LiteLLMModel",
     "LogContextFilter",
@@ -89,6 +91,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OpenAICompatModel",
+    "RateLimitGuard",
+    "RateLimitStorage",
     "RunContext",
     "ScreenVerdict",
     "ScriptExhaustedError",

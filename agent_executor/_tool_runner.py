@@ -17,8 +17,8 @@ from anyio.abc import TaskGroup
 
 from ._run import PendingCall, Run
 from .errors import HookRejection
-from .guards import ToolResultScreen
 from .events import ToolEndEvent, ToolStartEvent
+from .guards import ToolResultScreen
 from .hooks import _HookChain
 from .messages import ToolCall, ToolMessage
 from .metrics import Metrics
@@ -162,9 +162,7 @@ class ToolRunner:
             return "timeout", f"{call.name} did not finish within {timeout} s"
         return "success", serialize_result(value)
 
-    async def _screen(
-        self, tool: str, status: ToolStatus, result: str
-    ) -> tuple[ToolStatus, str]:
+    async def _screen(self, tool: str, status: ToolStatus, result: str) -> tuple[ToolStatus, str]:
         """Let guards check the result for injected instructions before the model sees it."""
         for screen in self._screens:
             verdict = await screen.screen_tool_result(tool, result)

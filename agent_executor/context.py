@@ -16,12 +16,14 @@ class RunContext:
     """The run in progress: its command, ids, current turn and the tool calls made so far.
 
     One context lives for the whole run; ``command`` is the command after
-    ``before_agent_start`` hooks (they may replace it).
+    ``before_agent_start`` hooks (they may replace it). ``client_address`` is the caller's
+    network address when the service knows it (rate limits fall back to it).
     """
 
     command: AgentCommand
     request_id: str
     mode: Literal["stream", "execute"]
+    client_address: str | None = None
     turn: int = 0
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
 

@@ -142,13 +142,27 @@ class AgentExecutor:
         """Runs that may hold a permit at once."""
         return int(self._limiter.total_tokens)
 
-    async def execute(self, command: AgentCommand, *, request_id: str | None = None) -> AgentResult:
-        """Run to the end and return the result; failures come back as ``success=False``."""
-        run = await self._run(command, "execute", _drop, request_id)
+    async def execute(
+        self,
+        command: AgentCommand,
+        *,
+        request_id: str | None = None,
+        client_address: str | None = None,
+    ) -> AgentResult:
+        """Run to the end and return the result; failures come back as ``success=False``.
+
+        ``request_id`` names the run in logs (one is generated otherwise); ``client_address``
+        is the caller's address, for guards such as rate limits.
+        """
+        run = await self._run(command, "execute", _drop, request_id, client_address)
         return run.result()
 
     def execute_stream(
-        self, command: AgentCommand, *, request_id: str | None = None
+        self,
+        command: AgentCommand,
+        *,
+        request_id: str | None = None,
+        client_address: str | None = None,
     ) -> EventStream:
         """Yield the run's events as they happen; the last one is always a ``DoneEvent``.
 
@@ -156,7 +170,9 @@ class AgentExecutor:
         (``break``, ``aclose()``, cancelling the consuming task) cancels the run: running tools
         are cancelled and the permit is released. The run starts at the first ``__anext__``.
         """
-        return EventStream(lambda emit: self._run(command, "stream", emit, request_id))
+        return EventStream(
+            lambda emit: self._run(command, "stream", emit, request_id, client_address)
+        )
 
     async def aclose(self) -> None:
         """Release what the model holds (HTTP sessions); the executor is unusable afterwards."""
@@ -171,9 +187,19 @@ class AgentExecutor:
         await self.aclose()
 
     async def _run(
-        self, command: AgentCommand, mode: Mode, emit: Emit, request_id: str | None
+        self,
+        command: AgentCommand,
+        mode: Mode,
+        emit: Emit,
+        request_id: str | None,
+        client_address: str | None = None,
     ) -> Run:
-        ctx = RunContext(command=command, request_id=request_id or uuid.uuid4().hex, mode=mode)
+        ctx = RunContext(
+            command=command,
+            request_id=request_id or uuid.uuid4().hex,
+            mode=mode,
+            client_address=client_address,
+        )
         run = Run(ctx, emit)
         with log_context(
             request_id=ctx.request_id, user_id=command.user_id, session_id=command.session_id

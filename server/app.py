@@ -7,6 +7,7 @@ one process and users can mount one inside their own aiohttp app (``app.add_suba
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,7 +20,16 @@ from agent_executor import AgentExecutor
 from . import routes
 from .errors import json_error
 from .settings import Settings
-from .state import AGENTS, AUTH_USER, REQUEST_ID, SETTINGS, STATE, Agents, ServiceState
+from .state import (
+    AGENTS,
+    AUTH_USER,
+    REQUEST_ID,
+    SETTINGS,
+    STATE,
+    TRUSTED_PROXIES,
+    Agents,
+    ServiceState,
+)
 
 __all__ = ["create_app"]
 
@@ -57,6 +67,9 @@ def create_app(
     )
     app[AGENTS] = agents
     app[SETTINGS] = settings
+    app[TRUSTED_PROXIES] = tuple(
+        ipaddress.ip_network(item, strict=False) for item in settings.trusted_proxies
+    )
     state = ServiceState(metrics=agents.by_name[agents.default].metrics)
     state.streams_idle.set()
     app[STATE] = state

@@ -18,21 +18,25 @@ from types import ModuleType
 from typing import Any
 
 from aiohttp import web
+from pydantic import ValidationError
 
 from agent_executor import (
     AgentExecutor,
     ChatModel,
     ConfigurationError,
     DemoModel,
+    Guard,
     InputValidationGuard,
     LiteLLMModel,
 )
 from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.logging import JsonLogFormatter
 from agent_executor.models import resolve_model
+from agent_executor.ratelimit import RateLimitGuard
 from agent_executor.tools import Tool
 
 from .app import create_app
+from .schemas import describe_validation_error
 from .settings import Settings
 
 __all__ = ["build_parser", "main"]
@@ -41,8 +45,6 @@ logger = logging.getLogger("server")
 
 _NOT_YET = {
     "redis_url": "--redis-url / REDIS_URL (Redis-backed memory and rate limits)",
-    "rate_limit": "--rate-limit (RateLimitGuard)",
-    "rate_limit_burst": "--rate-limit-burst (RateLimitGuard)",
 }
 
 
@@ -80,11 +82,20 @@ def build_parser() -> argparse.ArgumentParser:
     add("--request-timeout", type=float, default=300.0, help="seconds per run (default 300)")
     add("--max-tool-calls", type=int, default=20, help="tool calls per run (default 20)")
     add("--redis-url", help="Redis for memory and rate limits (env REDIS_URL)")
-    add("--rate-limit", help="requests per user, e.g. 20/minute")
-    add("--rate-limit-burst", type=int, help="burst size of the rate limit")
+    add(
+        "--rate-limit",
+        help="requests per user (or client address), e.g. 20/minute: N back "
+        "to back, refilled at N per PERIOD",
+    )
+    add("--rate-limit-burst", type=int, help="requests allowed back to back (default: N)")
     add("--no-injection-guard", action="store_true", help="do not check prompts for injection")
     add("--api-keys-file", help="file of user_id=key lines (env AGENT_API_KEYS: same content)")
     add("--cors-origins", help="comma-separated origins allowed by CORS ('*' for any)")
+    add(
+        "--trusted-proxies",
+        help="comma-separated addresses or networks of reverse proxies whose X-Forwarded-For "
+        "gives the client address (default: none; the peer address is used)",
+    )
     add("--log-format", choices=("text", "json"), default="text", help="log line format")
     add("--heartbeat", type=float, default=15.0, help="seconds between SSE heartbeats")
     add(
@@ -132,26 +143,48 @@ def _build(
     for name, what in _NOT_YET.items():
         if getattr(args, name) or (name == "redis_url" and env.get("REDIS_URL")):
             raise CliError(f"{what} is not available in this version yet")
-    settings = Settings(
-        host=args.host or env.get("HOST") or "127.0.0.1",
-        port=args.port if args.port is not None else int(env.get("PORT") or 8080),
-        heartbeat_seconds=args.heartbeat,
-        api_keys=_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS")),
-        cors_origins=tuple(o.strip() for o in (args.cors_origins or "").split(",") if o.strip()),
-        shutdown_grace_seconds=args.shutdown_grace,
-    )
+    try:
+        settings = Settings(
+            host=args.host or env.get("HOST") or "127.0.0.1",
+            port=args.port if args.port is not None else int(env.get("PORT") or 8080),
+            heartbeat_seconds=args.heartbeat,
+            api_keys=_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS")),
+            cors_origins=_list(args.cors_origins),
+            trusted_proxies=_list(args.trusted_proxies),
+            shutdown_grace_seconds=args.shutdown_grace,
+        )
+    except ValidationError as exc:
+        raise CliError(describe_validation_error(exc)) from None
     tool_modules = args.tools or env.get("AGENT_TOOLS")
     tools = _load_tools(tool_modules) if tool_modules else list(DEMO_TOOLS)
     executor = AgentExecutor(
         model=_model(args, env),
         tools=tools,
-        guards=[InputValidationGuard()],
+        guards=_guards(args),
         system_prompt=args.system_prompt,
         max_concurrency=args.max_concurrency,
         request_timeout=args.request_timeout,
         max_tool_calls=args.max_tool_calls,
     )
     return settings, executor
+
+
+def _list(value: str | None) -> tuple[str, ...]:
+    return tuple(item.strip() for item in (value or "").split(",") if item.strip())
+
+
+def _guards(args: argparse.Namespace) -> list[Guard]:
+    """Rate limit (if asked) first, then input validation: cheapest refusals first."""
+    guards: list[Guard] = []
+    if args.rate_limit_burst is not None and not args.rate_limit:
+        raise CliError("--rate-limit-burst needs --rate-limit")
+    if args.rate_limit:
+        try:
+            guards.append(RateLimitGuard(args.rate_limit, burst=args.rate_limit_burst))
+        except ConfigurationError as exc:
+            raise CliError(str(exc)) from None
+    guards.append(InputValidationGuard())
+    return guards
 
 
 def _model(args: argparse.Namespace, env: os._Environ[str] | dict[str, str]) -> ChatModel:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import math
 import time
@@ -23,7 +24,16 @@ from .schemas import (
     openapi_document,
 )
 from .sse import SSE_HEADERS, SSEWriter
-from .state import AGENTS, AUTH_USER, REQUEST_ID, SETTINGS, STATE, STATIC_DIR, ServiceState
+from .state import (
+    AGENTS,
+    AUTH_USER,
+    REQUEST_ID,
+    SETTINGS,
+    STATE,
+    STATIC_DIR,
+    TRUSTED_PROXIES,
+    ServiceState,
+)
 
 __all__ = ["add_routes"]
 
@@ -60,7 +70,11 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
     started = time.perf_counter()
     _opened(state, writer)
     try:
-        await writer.pump(executor.execute_stream(command, request_id=request_id))
+        await writer.pump(
+            executor.execute_stream(
+                command, request_id=request_id, client_address=client_address(request)
+            )
+        )
         if writer.stopped and not writer.done_sent and not writer.disconnected:
             await writer.send(ErrorEvent(code="overloaded", message="the server is shutting down"))
             await writer.send(
@@ -100,7 +114,9 @@ async def chat(request: web.Request) -> web.Response:
     if isinstance(parsed, web.Response):
         return parsed
     _, executor, command = parsed
-    result = await executor.execute(command, request_id=request[REQUEST_ID])
+    result = await executor.execute(
+        command, request_id=request[REQUEST_ID], client_address=client_address(request)
+    )
     headers = {"X-Request-Id": request[REQUEST_ID]}
     if result.error is not None and result.error.retry_after is not None:
         headers["Retry-After"] = str(math.ceil(result.error.retry_after))
@@ -194,3 +210,40 @@ async def _body(request: web.Request) -> dict[str, Any] | web.Response:
     if not isinstance(data, dict):
         return json_error(400, "the body must be a JSON object")
     return data
+
+
+def client_address(request: web.Request) -> str | None:
+    """The client's address: the connection's peer, or, when the peer is a trusted proxy, the
+    nearest untrusted address in ``X-Forwarded-For`` (read from the right)."""
+    peer = request.remote
+    trusted = request.app[TRUSTED_PROXIES]
+    if not trusted or peer is None or not _is_trusted(peer, trusted):
+        return peer
+    chain = [
+        part.strip()
+        for value in request.headers.getall("X-Forwarded-For", [])
+        for part in value.split(",")
+        if part.strip()
+    ]
+    for address in reversed(chain):
+        if not _is_trusted(address, trusted):
+            return address if _is_ip(address) else peer
+    return chain[0] if chain and _is_ip(chain[0]) else peer
+
+
+def _is_trusted(
+    address: str, networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+def _is_ip(address: str) -> bool:
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True

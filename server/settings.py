@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import ipaddress
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["Settings"]
 
@@ -22,5 +24,17 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
     api_keys: dict[str, str] = Field(default_factory=dict)
     cors_origins: tuple[str, ...] = ()
+    trusted_proxies: tuple[str, ...] = Field(
+        default=(),
+        description="Addresses or networks (CIDR) of reverse proxies whose X-Forwarded-For is "
+        "believed; without them the client address is the connection's peer.",
+    )
     shutdown_grace_seconds: float = Field(default=10.0, ge=0)
     default_agent: str = "default"
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            ipaddress.ip_network(item, strict=False)  # raises ValueError for a bad entry
+        return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ __all__ = [
     "SETTINGS",
     "STATE",
     "STATIC_DIR",
+    "TRUSTED_PROXIES",
     "Agents",
     "ServiceState",
 ]
@@ -54,6 +56,10 @@ class ServiceState:
     shutting_down: bool = False
 
 
+TRUSTED_PROXIES = web.AppKey(
+    "trusted_proxies", tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+)
+"""The parsed ``Settings.trusted_proxies``."""
 AGENTS = web.AppKey("agents", Agents)
 SETTINGS = web.AppKey("settings", Settings)
 STATE = web.AppKey("state", ServiceState)

@@ -169,7 +169,10 @@ def test_tools_modules_are_imported(tmp_path: Path) -> None:
     [
         (["--tools", "no_such_module_xyz"], "cannot import tools from 'no_such_module_xyz'"),
         (["--tools", "json"], "module 'json' defines no @tool functions"),
-        (["--rate-limit", "20/minute"], "--rate-limit (RateLimitGuard) is not available"),
+        (["--rate-limit", "20/fortnight"], "invalid rate '20/fortnight'"),
+        (["--rate-limit-burst", "5"], "--rate-limit-burst needs --rate-limit"),
+        (["--trusted-proxies", "not-an-ip"], "trusted_proxies"),
+        (["--redis-url", "redis://127.0.0.1:1"], "--redis-url / REDIS_URL"),
     ],
 )
 def test_configuration_errors_exit_with_status_2(argv: list[str], message: str) -> None:
