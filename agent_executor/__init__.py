@@ -52,6 +52,7 @@ from .models import (
     ScriptedModel,
     ToolCallDelta,
 )
+from .output_guard import OutputGuard
 from .ratelimit import InMemoryRateLimitStorage, RateLimitGuard, RateLimitStorage
 from .results import AgentResult, ErrorInfo, ToolCallRecord
 from .tools import FunctionTool, Tool, tool
@@ -91,6 +92,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OpenAICompatModel",
+    "OutputGuard",
     "RateLimitGuard",
     "RateLimitStorage",
     "RunContext",

@@ -30,8 +30,9 @@ from .events import AgentEvent, MessageEvent
 from .messages import ToolCall, Usage
 from .metrics import Metrics
 from .models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
+from .output_guard import OutputBlocked, OutputFilter
 
-__all__ = ["ModelPolicy", "TurnMetrics", "stream_turn"]
+__all__ = ["ModelPolicy", "TurnMetrics", "TurnOutput", "stream_turn"]
 
 logger = logging.getLogger("agent_executor.model")
 
@@ -71,39 +72,54 @@ class TurnMetrics:
             self.output_tokens.inc(usage.output_tokens)
 
 
+@dataclass(slots=True)
+class TurnOutput:
+    """Where a turn's output goes: events, the run's text, and the run's callbacks.
+
+    ``texts`` collects the run's text deltas (what the user saw); ``on_first_text`` is called
+    when the run's first delta is released; ``on_call`` gets each tool call whose arguments are
+    complete before the stream ends (for eager tools); ``text_filter`` (an output guard) sees
+    every delta before anyone else and may hold text back.
+    """
+
+    emit: Emit
+    texts: list[str]
+    on_first_text: Callable[[], None]
+    on_call: Callable[[ToolCall], None] | None = None
+    text_filter: OutputFilter | None = None
+
+
 async def stream_turn(
     model: ChatModel,
     request: ModelRequest,
     policy: ModelPolicy,
     metrics: TurnMetrics,
-    emit: Emit,
-    texts: list[str],
-    on_first_text: Callable[[], None],
-    on_call: Callable[[ToolCall], None] | None = None,
+    output: TurnOutput,
 ) -> ModelResponse:
-    """Stream one model call to the end, emitting a ``MessageEvent`` per text delta.
+    """Stream one model call to the end, emitting a ``MessageEvent`` per released text delta.
 
-    Text deltas are appended to ``texts`` (the run's text so far); ``on_first_text`` is called
-    when the first delta of the run arrives, ``on_call`` with each tool call whose arguments
-    are complete before the stream ends (for eager tools). Raises :class:`ModelError` when the
-    call fails (after retries, if it failed before its first chunk) or stalls; text already
-    emitted is never repeated.
+    Raises :class:`ModelError` when the call fails (after retries, if it failed before its first
+    chunk) or stalls; text already emitted is never repeated. ``OutputBlocked`` comes from the
+    text filter.
     """
     started = time.perf_counter()
-    state = _TurnState(texts)
-    first_text = len(texts)
+    state = _TurnState()
+    first_text = len(output.texts)
     try:
         stream, first = await _open(model, request, policy, metrics)
         try:
-            await _consume(stream, first, state, policy.idle_timeout, emit, on_first_text, on_call)
+            await _consume(stream, first, state, policy.idle_timeout, output)
         finally:
             await _close(stream)
+    except OutputBlocked:
+        metrics.record(started, state.usage, ok=True)
+        raise
     except Exception:
         metrics.record(started, state.usage, ok=False)
         raise
     metrics.record(started, state.usage, ok=True)
     return ModelResponse(
-        text="".join(texts[first_text:]),
+        text="".join(output.texts[first_text:]),
         tool_calls=tuple(state.assembler.calls()),
         finish_reason=state.finish_reason,
         usage=state.usage,
@@ -111,10 +127,9 @@ async def stream_turn(
 
 
 class _TurnState:
-    __slots__ = ("assembler", "finish_reason", "texts", "usage")
+    __slots__ = ("assembler", "finish_reason", "usage")
 
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = texts
+    def __init__(self) -> None:
         self.assembler = ToolCallAssembler()
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
@@ -183,9 +198,7 @@ async def _consume(
     chunk: ModelChunk | None,
     state: _TurnState,
     idle_timeout: float | None,
-    emit: Emit,
-    on_first_text: Callable[[], None],
-    on_call: Callable[[ToolCall], None] | None,
+    output: TurnOutput,
 ) -> None:
     """Process chunks until the stream ends.
 
@@ -197,16 +210,20 @@ async def _consume(
         return
     idle = math.inf if idle_timeout is None else idle_timeout
     slack = idle / 4
-    texts, assembler = state.texts, state.assembler
+    emit, texts, text_filter = output.emit, output.texts, output.text_filter
+    assembler, on_call = state.assembler, output.on_call
     with anyio.CancelScope(deadline=anyio.current_time() + idle + slack) as scope:
         next_refresh = time.monotonic() + slack
         while True:
             text = chunk.text
             if text:
-                if not texts:
-                    on_first_text()
-                texts.append(text)
-                emit(MessageEvent(text))
+                if text_filter is not None:
+                    text = text_filter.feed(text)
+                if text:
+                    if not texts:
+                        output.on_first_text()
+                    texts.append(text)
+                    emit(MessageEvent(text))
             if chunk.tool_calls:
                 if on_call is None:
                     assembler.add_all(chunk.tool_calls)
@@ -222,12 +239,22 @@ async def _consume(
             try:
                 chunk = await stream.__anext__()
             except StopAsyncIteration:
+                if text_filter is not None:
+                    _release(text_filter.flush(), output)
                 return
             if time.monotonic() >= next_refresh:
                 scope.deadline = anyio.current_time() + idle + slack
                 next_refresh = time.monotonic() + slack
     if scope.cancelled_caught:
         raise ModelError(f"the model stream stalled: no chunk for {idle_timeout} s (idle timeout)")
+
+
+def _release(text: str, output: TurnOutput) -> None:
+    if text:
+        if not output.texts:
+            output.on_first_text()
+        output.texts.append(text)
+        output.emit(MessageEvent(text))
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:

@@ -22,7 +22,7 @@ from ._output import OutputFormat
 from ._run import Emit, Run, RunFailed
 from ._stream import EventStream
 from ._tool_runner import Refusal, ToolLimits, ToolRunner
-from ._turn import ModelPolicy, TurnMetrics, stream_turn
+from ._turn import ModelPolicy, TurnMetrics, TurnOutput, stream_turn
 from .command import AgentCommand
 from .context import RunContext
 from .errors import ConfigurationError, ErrorCode, GuardRejection, HookRejection, ModelError
@@ -35,6 +35,7 @@ from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMe
 from .metrics import Metrics
 from .models import ChatModel, resolve_model
 from .models.base import ModelRequest, ModelResponse
+from .output_guard import OutputBlocked, OutputGuard
 from .results import AgentResult, ErrorInfo, ToolCallRecord
 from .tools import FunctionTool, Tool
 
@@ -88,6 +89,7 @@ class AgentExecutor:
         stream_idle_timeout: float | None = 60.0,
         memory: ConversationStore | None = None,
         metrics: CollectorRegistry | None = None,
+        output_guard: OutputGuard | None = None,
         name: str = "default",
     ) -> None:
         if max_concurrency < 1 or max_turns < 1 or max_parallel_tools < 1 or max_tool_calls < 0:
@@ -101,6 +103,7 @@ class AgentExecutor:
         self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
         self.metrics = Metrics.for_registry(metrics)
         self._guards = tuple(guards)
+        self._output_guard = output_guard
         self._hooks = _HookChain(hooks, self.metrics)
         self._system_prompt = system_prompt
         self._model_params = dict(model_params or {})
@@ -393,15 +396,15 @@ class AgentExecutor:
         try:
             if self._hooks:
                 request = await self._hooks.before_model(run.ctx, request)
-            response = await stream_turn(
-                self.model,
-                request,
-                self._policy,
-                self._turn_metrics,
+            output = TurnOutput(
                 run.emit,
                 run.texts,
                 lambda: self._first_text(run),
                 on_call,
+                self._output_guard.start() if self._output_guard is not None else None,
+            )
+            response = await stream_turn(
+                self.model, request, self._policy, self._turn_metrics, output
             )
             run.add_usage(response.usage)
             if self._hooks:
@@ -411,6 +414,10 @@ class AgentExecutor:
         except ModelError as exc:
             logger.warning("model call failed: %s", exc.message)
             raise RunFailed(ErrorCode.LLM_ERROR, exc.message) from None
+        except OutputBlocked as exc:
+            self.metrics.hook_rejections.labels("output_guard").inc()
+            logger.warning("output guard withheld the answer (%s)", exc.kind)
+            raise RunFailed(ErrorCode.HOOK_REJECTED, str(exc)) from None
         return response
 
     def _first_text(self, run: Run) -> None:

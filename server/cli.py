@@ -32,6 +32,7 @@ from agent_executor import (
 from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.logging import JsonLogFormatter
 from agent_executor.models import resolve_model
+from agent_executor.output_guard import OutputGuard
 from agent_executor.ratelimit import RateLimitGuard
 from agent_executor.tools import Tool
 
@@ -89,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--rate-limit-burst", type=int, help="requests allowed back to back (default: N)")
     add("--no-injection-guard", action="store_true", help="do not check prompts for injection")
+    add(
+        "--output-guard",
+        action="store_true",
+        help="redact credentials (API keys, tokens, private keys) from streamed answers",
+    )
     add("--api-keys-file", help="file of user_id=key lines (env AGENT_API_KEYS: same content)")
     add("--cors-origins", help="comma-separated origins allowed by CORS ('*' for any)")
     add(
@@ -161,6 +167,7 @@ def _build(
         model=_model(args, env),
         tools=tools,
         guards=_guards(args),
+        output_guard=OutputGuard() if args.output_guard else None,
         system_prompt=args.system_prompt,
         max_concurrency=args.max_concurrency,
         request_timeout=args.request_timeout,

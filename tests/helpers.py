@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -51,3 +52,10 @@ def strip_timing(events: Iterable[Any]) -> list[Any]:
 def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
     value = registry.get_sample_value(name, labels)
     return 0.0 if value is None else value
+
+
+def split_at(text: str, cuts: Iterable[int]) -> list[str]:
+    """``text`` cut at the given positions (taken modulo its length + 1), for split tests."""
+    points = sorted({cut % (len(text) + 1) for cut in cuts})
+    bounds = [0, *points, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]

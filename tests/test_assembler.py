@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 
 from hypothesis import given
@@ -10,6 +9,8 @@ from hypothesis import strategies as st
 
 from agent_executor import ToolCall, ToolCallDelta
 from agent_executor._assembler import ToolCallAssembler
+
+from .helpers import split_at
 
 
 def assemble(*deltas: ToolCallDelta) -> list[ToolCall]:
@@ -96,12 +97,6 @@ arguments_json = st.dictionaries(
 ).map(json.dumps)
 
 
-def _split(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    bounds = [0, *points, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds)]
-
-
 @given(
     calls=st.lists(
         st.tuples(st.from_regex(r"[a-z_]{1,12}", fullmatch=True), arguments_json),
@@ -120,7 +115,8 @@ def test_any_split_and_interleaving_assembles_to_the_same_calls(
     for index, (name, arguments) in enumerate(calls):
         first = ToolCallDelta(index=index, id=f"id{index}", name=name)
         rest = [
-            ToolCallDelta(index=index, arguments=piece) for piece in _split(arguments, cuts[index])
+            ToolCallDelta(index=index, arguments=piece)
+            for piece in split_at(arguments, cuts[index])
         ]
         streams.append([first, *rest])
     merged: list[ToolCallDelta] = []
