@@ -29,7 +29,7 @@ from .events import (
 )
 from .executor import AgentExecutor
 from .guards import Guard, InputValidationGuard, ScreenVerdict, ToolResultScreen
-from .hooks import Hook
+from .hooks import AuditLogHook, Hook, ToolAllowlistHook
 from .logging import LogContextFilter, install_log_context, log_context
 from .memory import ConversationStore, InMemoryConversationStore
 from .messages import (
@@ -66,6 +66,7 @@ __all__ = [
     "AgentExecutorError",
     "AgentResult",
     "AssistantMessage",
+    "AuditLogHook",
     "ChatModel",
     "ConfigurationError",
     "ConversationStore",
@@ -101,6 +102,7 @@ __all__ = [
     "ScriptedModel",
     "SystemMessage",
     "Tool",
+    "ToolAllowlistHook",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallRecord",

@@ -11,6 +11,9 @@ registration order and fire identically in ``execute()`` and ``execute_stream()`
 - ``after_tool_call(ctx, call, record)`` may return a replacement record (e.g. a new ``result``).
 - ``after_agent_complete(ctx, result)`` and ``on_agent_failed(ctx, error)`` are notifications.
 
+Two hooks ship ready to use: :class:`ToolAllowlistHook` (which tools a user or role may call)
+and :class:`AuditLogHook` (a structured record of every step).
+
 A hook refuses by raising :class:`~agent_executor.errors.HookRejection`. A hook that raises
 anything else fails closed: the step is refused as if rejected, and the error is logged with the
 request id. Exceptions from the two notifications are logged and do not change the result.
@@ -19,8 +22,8 @@ request id. Exceptions from the two notifications are logged and do not change t
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import HookRejection
 
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from .models.base import ModelRequest, ModelResponse
     from .results import AgentResult, ErrorInfo, ToolCallRecord
 
-__all__ = ["Hook"]
+__all__ = ["AuditLogHook", "Hook", "ToolAllowlistHook"]
 
 logger = logging.getLogger("agent_executor.hooks")
 
@@ -155,3 +158,140 @@ class _Guarded:
             "hook %s failed in %s; refusing the step", self._hook.name, self._point, exc_info=exc
         )
         raise HookRejection(f"{self._point} hook {self._hook.name} failed") from exc
+
+
+def _role_from_metadata(ctx: RunContext) -> str | None:
+    role = ctx.command.metadata.get("role")
+    return role if isinstance(role, str) else None
+
+
+class ToolAllowlistHook(Hook):
+    """Lets each user, or each role, use only the tools it is allowed.
+
+    ``users`` and ``roles`` map a user id or a role to tool names (``"*"`` allows all); a user
+    may use the tools of its entry and of its role's entry. Users with neither get ``default``
+    (``None``: every tool). Disallowed tools are not offered to the model at all, and a call to
+    one anyway is refused (status ``rejected``). The role comes from ``role(ctx)``, by default
+    ``command.metadata["role"]``: in the service, metadata is what the client sent, so set roles
+    server-side (e.g. in a ``before_agent_start`` hook) or rely on authenticated user ids.
+    """
+
+    def __init__(
+        self,
+        *,
+        users: Mapping[str, Iterable[str]] | None = None,
+        roles: Mapping[str, Iterable[str]] | None = None,
+        default: Iterable[str] | None = None,
+        role: Callable[[RunContext], str | None] = _role_from_metadata,
+    ) -> None:
+        self._users = {user: frozenset(names) for user, names in (users or {}).items()}
+        self._roles = {name: frozenset(tools) for name, tools in (roles or {}).items()}
+        self._default = None if default is None else frozenset(default)
+        self._role = role
+
+    def allowed(self, ctx: RunContext) -> frozenset[str] | None:
+        """The tools ``ctx``'s user may use (``None``: all of them)."""
+        entries = [self._users.get(ctx.user_id or ""), self._roles.get(self._role(ctx) or "")]
+        found = [entry for entry in entries if entry is not None]
+        if not found:
+            return self._default
+        names = frozenset().union(*found)
+        return None if "*" in names else names
+
+    async def before_model(self, ctx: RunContext, request: ModelRequest) -> ModelRequest | None:
+        allowed = self.allowed(ctx)
+        if allowed is not None and request.tools:
+            request.tools = [t for t in request.tools if t["function"]["name"] in allowed]
+        return request
+
+    async def before_tool_call(self, ctx: RunContext, call: ToolCall) -> ToolCall | None:
+        allowed = self.allowed(ctx)
+        if allowed is not None and call.name not in allowed:
+            raise HookRejection(f"{call.name} is not allowed for this user")
+        return None
+
+
+class AuditLogHook(Hook):
+    """One structured log record per step, on the ``agent_executor.audit`` logger.
+
+    Each record's ``audit`` attribute holds the event as a dict (the JSON log format prints
+    it); the message is a short ``key=value`` line. Prompts, arguments and results are left out
+    unless ``include_content`` is true, so the audit log does not become a copy of user data.
+    """
+
+    def __init__(
+        self,
+        *,
+        logger: logging.Logger | None = None,
+        level: int = logging.INFO,
+        include_content: bool = False,
+    ) -> None:
+        self._logger = logger or logging.getLogger("agent_executor.audit")
+        self._level = level
+        self._content = include_content
+
+    def _log(self, event: str, ctx: RunContext, **fields: Any) -> None:
+        entry = {
+            "event": event,
+            "request_id": ctx.request_id,
+            "user_id": ctx.user_id,
+            "session_id": ctx.session_id,
+            **fields,
+        }
+        line = " ".join(f"{k}={v}" for k, v in entry.items() if v is not None)
+        self._logger.log(self._level, "audit %s", line, extra={"audit": entry})
+
+    async def before_agent_start(self, ctx: RunContext) -> None:
+        prompt = ctx.command.user_prompt
+        self._log(
+            "run_started",
+            ctx,
+            mode=ctx.mode,
+            prompt_chars=len(prompt),
+            prompt=prompt if self._content else None,
+        )
+
+    async def after_model(self, ctx: RunContext, response: ModelResponse) -> None:
+        self._log(
+            "model_turn",
+            ctx,
+            turn=ctx.turn,
+            finish_reason=response.finish_reason,
+            tool_calls=[c.name for c in response.tool_calls] or None,
+            input_tokens=response.usage.input_tokens if response.usage else None,
+            output_tokens=response.usage.output_tokens if response.usage else None,
+        )
+
+    async def before_tool_call(self, ctx: RunContext, call: ToolCall) -> None:
+        self._log(
+            "tool_call",
+            ctx,
+            tool=call.name,
+            call_id=call.id,
+            arguments=call.arguments if self._content else None,
+        )
+
+    async def after_tool_call(
+        self, ctx: RunContext, call: ToolCall, record: ToolCallRecord
+    ) -> None:
+        self._log(
+            "tool_result",
+            ctx,
+            tool=call.name,
+            call_id=call.id,
+            status=record.status,
+            duration_ms=record.duration_ms,
+            result=record.result if self._content else None,
+        )
+
+    async def after_agent_complete(self, ctx: RunContext, result: AgentResult) -> None:
+        self._log(
+            "run_completed",
+            ctx,
+            finish_reason=result.finish_reason,
+            tool_calls=len(result.tool_calls),
+            duration_ms=result.duration_ms,
+        )
+
+    async def on_agent_failed(self, ctx: RunContext, error: ErrorInfo) -> None:
+        self._log("run_failed", ctx, code=error.code, message=error.message)

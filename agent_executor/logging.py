@@ -105,6 +105,9 @@ class JsonLogFormatter(logging.Formatter):
         }
         for name in LOG_FIELDS:
             entry[name] = getattr(record, name, _UNSET)
+        audit = getattr(record, "audit", None)
+        if audit is not None:
+            entry["audit"] = audit
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)

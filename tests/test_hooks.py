@@ -3,7 +3,10 @@ and failing closed when a hook breaks."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from agent_executor import (
     AgentCommand,
@@ -160,3 +163,79 @@ async def test_hooks_run_in_registration_order() -> None:
     await executor.execute(AgentCommand(user_prompt="hi"))
 
     assert order == ["first", "second", "third"]
+
+
+async def test_tool_allowlist_limits_what_the_model_is_offered_and_may_call() -> None:
+    from agent_executor import ToolAllowlistHook
+
+    @tool
+    def read_file(path: str) -> str:
+        """Reads a file."""
+        return f"contents of {path}"
+
+    hook = ToolAllowlistHook(users={"intern": ["read_file"]}, roles={"admin": ["*"]}, default=[])
+    executor = make_executor(
+        [
+            tool_turn(call("delete_file", {"path": "/"})),
+            "not allowed, sorry",
+            tool_turn(call("delete_file", {"path": "/tmp/x"})),
+            "deleted",
+        ],
+        [delete_file, read_file],
+        hooks=[hook],
+    )
+
+    intern = await executor.execute(AgentCommand(user_prompt="rm /", user_id="intern"))
+    admin = await executor.execute(
+        AgentCommand(user_prompt="rm /tmp/x", user_id="ops", metadata={"role": "admin"})
+    )
+
+    offered = [[t["function"]["name"] for t in r.tools] for r in executor.model.requests]  # type: ignore[attr-defined]
+    assert offered[0] == ["read_file"]
+    assert offered[2] == ["delete_file", "read_file"]
+    assert intern.tool_calls[0].status == "rejected"
+    assert intern.tool_calls[0].result == (
+        "the call was refused: delete_file is not allowed for this user"
+    )
+    assert admin.tool_calls[0].status == "success"
+
+
+async def test_users_without_an_entry_get_the_default() -> None:
+    from agent_executor import ToolAllowlistHook
+
+    open_hook = ToolAllowlistHook(users={"x": ["read_file"]})
+    closed_hook = ToolAllowlistHook(users={"x": ["read_file"]}, default=[])
+    context = RunContext(
+        command=AgentCommand(user_prompt="hi", user_id="nobody"), request_id="r", mode="execute"
+    )
+
+    assert open_hook.allowed(context) is None
+    assert closed_hook.allowed(context) == frozenset()
+
+
+async def test_the_audit_hook_records_every_step(caplog: pytest.LogCaptureFixture) -> None:
+    from agent_executor import AuditLogHook
+
+    executor = make_executor(
+        [tool_turn(call("delete_file", {"path": "/tmp/a"})), "done"],
+        [delete_file],
+        hooks=[AuditLogHook()],
+    )
+    caplog.set_level(logging.INFO, logger="agent_executor.audit")
+
+    await executor.execute(AgentCommand(user_prompt="secret prompt", user_id="alice"))
+
+    audits = [r.audit for r in caplog.records if hasattr(r, "audit")]  # type: ignore[attr-defined]
+    assert [a["event"] for a in audits] == [
+        "run_started",
+        "model_turn",
+        "tool_call",
+        "tool_result",
+        "model_turn",
+        "run_completed",
+    ]
+    assert all(a["user_id"] == "alice" for a in audits)
+    assert audits[0]["prompt_chars"] == len("secret prompt")
+    assert "secret prompt" not in caplog.text
+    assert audits[3]["status"] == "success"
+    assert audits[3].get("result") is None
