@@ -24,6 +24,7 @@ from .messages import ToolCall, ToolMessage
 from .metrics import Metrics
 from .results import ToolCallRecord, ToolStatus
 from .tools import Tool, ToolArgumentsError, serialize_result
+from .tracing import Tracing
 
 __all__ = ["Refusal", "ToolBatch", "ToolLimits", "ToolRunner"]
 
@@ -59,9 +60,11 @@ class ToolRunner:
         hooks: _HookChain,
         metrics: Metrics,
         screens: Sequence[ToolResultScreen] = (),
+        tracing: Tracing | None = None,
     ) -> None:
         self.tools = tools
         self._screens = tuple(screens)
+        self._tracing = tracing or Tracing(None)
         self.has_eager = any(tool.eager for tool in tools.values())
         self._limits = limits
         self._hooks = hooks
@@ -103,6 +106,25 @@ class ToolRunner:
         records: dict[str, ToolCallRecord],
     ) -> None:
         """Run (or refuse) one call between its ``tool_start`` and ``tool_end`` events."""
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+        }
+        with self._tracing.span(f"execute_tool {call.name}", attributes) as span:
+            status = await self._run_one(run, call, refusal, limiter, records)
+            self._tracing.set(span, {"agent_executor.tool.status": status})
+            if status != "success":
+                self._tracing.fail(span, status, records[call.id].result[:200])
+
+    async def _run_one(
+        self,
+        run: Run,
+        call: ToolCall,
+        refusal: Refusal | None,
+        limiter: anyio.CapacityLimiter,
+        records: dict[str, ToolCallRecord],
+    ) -> ToolStatus:
         arguments = _loose_arguments(call.arguments)
         run.emit(ToolStartEvent(tool=call.name, call_id=call.id, arguments=arguments))
         started = time.perf_counter()
@@ -136,6 +158,7 @@ class ToolRunner:
                 duration_ms=record.duration_ms,
             )
         )
+        return record.status
 
     async def _execute(self, run: Run, call: ToolCall) -> tuple[ToolStatus, str]:
         tool = self.tools.get(call.name)

@@ -38,6 +38,7 @@ from .models.base import ModelRequest, ModelResponse
 from .output_guard import OutputBlocked, OutputGuard
 from .results import AgentResult, ErrorInfo, ToolCallRecord
 from .tools import FunctionTool, Tool
+from .tracing import Span, Tracing
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -90,6 +91,7 @@ class AgentExecutor:
         memory: ConversationStore | None = None,
         metrics: CollectorRegistry | None = None,
         output_guard: OutputGuard | None = None,
+        tracer: object | bool | None = None,
         name: str = "default",
     ) -> None:
         if max_concurrency < 1 or max_turns < 1 or max_parallel_tools < 1 or max_tool_calls < 0:
@@ -104,6 +106,7 @@ class AgentExecutor:
         self.metrics = Metrics.for_registry(metrics)
         self._guards = tuple(guards)
         self._output_guard = output_guard
+        self._tracing = Tracing(tracer)
         self._hooks = _HookChain(hooks, self.metrics)
         self._system_prompt = system_prompt
         self._model_params = dict(model_params or {})
@@ -134,6 +137,7 @@ class AgentExecutor:
             self._hooks,
             self.metrics,
             [g for g in self._guards if isinstance(g, ToolResultScreen)],
+            self._tracing,
         )
         self.metrics.register_tools(self.tools)
         for guard in self._guards:
@@ -204,35 +208,62 @@ class AgentExecutor:
             client_address=client_address,
         )
         run = Run(ctx, emit)
-        with log_context(
-            request_id=ctx.request_id, user_id=command.user_id, session_id=command.session_id
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": self.name,
+            "gen_ai.request.model": self.model.name,
+            "gen_ai.conversation.id": command.session_id,
+            "agent_executor.request_id": ctx.request_id,
+            "agent_executor.mode": mode,
+        }
+        with (
+            log_context(
+                request_id=ctx.request_id, user_id=command.user_id, session_id=command.session_id
+            ),
+            self._tracing.span(f"invoke_agent {self.name}", attributes, trace_logs=True) as span,
         ):
             try:
-                with anyio.move_on_after(self._request_timeout) as deadline:
-                    await self._drive(run)
-                if deadline.cancelled_caught:
-                    run.fail(
-                        ErrorInfo(
-                            code=ErrorCode.TIMEOUT.value,
-                            message=(f"the run did not finish within {self._request_timeout} s"),
-                        )
-                    )
-            except RunFailed as exc:
-                run.fail(exc.info)
+                await self._guarded_drive(run)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     await self._cancelled(run)
+                self._tracing.fail(span, "cancelled", "the run was cancelled")
                 raise
-            except Exception:
-                logger.exception("run failed unexpectedly")
-                run.fail(
-                    ErrorInfo(
-                        code=ErrorCode.INTERNAL_ERROR.value,
-                        message=f"internal error (request id {ctx.request_id})",
-                    )
-                )
             await self._finish(run)
+            self._trace_outcome(span, run)
         return run
+
+    async def _guarded_drive(self, run: Run) -> None:
+        """Drive the run under its deadline; every failure but cancellation becomes its error."""
+        try:
+            with anyio.move_on_after(self._request_timeout) as deadline:
+                await self._drive(run)
+            if deadline.cancelled_caught:
+                message = f"the run did not finish within {self._request_timeout} s"
+                run.fail(ErrorInfo(code=ErrorCode.TIMEOUT.value, message=message))
+        except RunFailed as exc:
+            run.fail(exc.info)
+        except Exception:
+            logger.exception("run failed unexpectedly")
+            message = f"internal error (request id {run.ctx.request_id})"
+            run.fail(ErrorInfo(code=ErrorCode.INTERNAL_ERROR.value, message=message))
+
+    def _trace_outcome(self, span: Span, run: Run) -> None:
+        if span is None:
+            return
+        usage = run.usage
+        self._tracing.set(
+            span,
+            {
+                "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
+                "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
+                "gen_ai.response.finish_reasons": [run.finish_reason],
+                "agent_executor.turns": run.turns,
+                "agent_executor.tool_calls": len(run.records),
+            },
+        )
+        if run.error is not None:
+            self._tracing.fail(span, run.error.code, run.error.message)
 
     async def _drive(self, run: Run) -> None:
         await self._check_guards(run)
@@ -393,6 +424,21 @@ class AgentExecutor:
         request = ModelRequest(
             list(run.messages), tools, {**self._model_params, **command.model_params}
         )
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": self.model.name,
+            "agent_executor.turn": run.turns,
+        }
+        with self._tracing.span(f"chat {self.model.name}", attributes) as span:
+            return await self._traced_model_turn(run, request, on_call, span)
+
+    async def _traced_model_turn(
+        self,
+        run: Run,
+        request: ModelRequest,
+        on_call: Callable[[ToolCall], None] | None,
+        span: Span,
+    ) -> ModelResponse:
         try:
             if self._hooks:
                 request = await self._hooks.before_model(run.ctx, request)
@@ -410,14 +456,25 @@ class AgentExecutor:
             if self._hooks:
                 await self._hooks.after_model(run.ctx, response)
         except HookRejection as exc:
+            self._tracing.fail(span, ErrorCode.HOOK_REJECTED.value, exc.reason)
             raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
         except ModelError as exc:
             logger.warning("model call failed: %s", exc.message)
+            self._tracing.fail(span, ErrorCode.LLM_ERROR.value, exc.message)
             raise RunFailed(ErrorCode.LLM_ERROR, exc.message) from None
         except OutputBlocked as exc:
             self.metrics.hook_rejections.labels("output_guard").inc()
             logger.warning("output guard withheld the answer (%s)", exc.kind)
             raise RunFailed(ErrorCode.HOOK_REJECTED, str(exc)) from None
+        usage = response.usage
+        self._tracing.set(
+            span,
+            {
+                "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
+                "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
+                "gen_ai.response.finish_reasons": [response.finish_reason or "unknown"],
+            },
+        )
         return response
 
     def _first_text(self, run: Run) -> None:

@@ -24,14 +24,16 @@ __all__ = [
     "current_log_context",
     "install_log_context",
     "log_context",
+    "set_trace_id",
 ]
 
-LOG_FIELDS = ("request_id", "user_id", "session_id")
+LOG_FIELDS = ("request_id", "user_id", "session_id", "trace_id")
 _UNSET = "-"
 
 _request_id: ContextVar[str] = ContextVar("agent_executor_request_id", default=_UNSET)
 _user_id: ContextVar[str] = ContextVar("agent_executor_user_id", default=_UNSET)
 _session_id: ContextVar[str] = ContextVar("agent_executor_session_id", default=_UNSET)
+_trace_id: ContextVar[str] = ContextVar("agent_executor_trace_id", default=_UNSET)
 _installed = False
 
 
@@ -53,12 +55,23 @@ def log_context(
         _request_id.reset(tokens[0])
 
 
+@contextmanager
+def set_trace_id(trace_id: str) -> Iterator[None]:
+    """Put an OpenTelemetry trace id in the logging context (done by the run's span)."""
+    token = _trace_id.set(trace_id)
+    try:
+        yield
+    finally:
+        _trace_id.reset(token)
+
+
 def current_log_context() -> dict[str, str]:
     """The ids in effect now (``"-"`` for unset ones)."""
     return {
         "request_id": _request_id.get(),
         "user_id": _user_id.get(),
         "session_id": _session_id.get(),
+        "trace_id": _trace_id.get(),
     }
 
 
@@ -90,6 +103,7 @@ def _stamp(record: logging.LogRecord) -> None:
     record.request_id = _request_id.get()
     record.user_id = _user_id.get()
     record.session_id = _session_id.get()
+    record.trace_id = _trace_id.get()
 
 
 class JsonLogFormatter(logging.Formatter):
