@@ -42,83 +42,16 @@ HOOK_POINTS: tuple[str, ...] = (
 MODES: tuple[str, ...] = ("stream", "execute")
 UNKNOWN_TOOL = "unknown"
 
-# Bucket boundaries follow the OpenTelemetry GenAI semantic conventions where they exist.
-_RUN_BUCKETS = (
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.08,
-    0.16,
-    0.32,
-    0.64,
-    1.28,
-    2.56,
-    5.12,
-    10.24,
-    20.48,
-    40.96,
-    81.92,
-    163.84,
-    327.68,
-    655.36,
-)
-_TTFT_BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    30.0,
-    60.0,
-)
-_LLM_BUCKETS = (
-    0.01,
-    0.02,
-    0.04,
-    0.08,
-    0.16,
-    0.32,
-    0.64,
-    1.28,
-    2.56,
-    5.12,
-    10.24,
-    20.48,
-    40.96,
-    81.92,
-    163.84,
-)
+# Bucket boundaries follow the OpenTelemetry GenAI semantic conventions where they exist: model
+# call durations double from 10 ms (gen_ai.client.operation.duration), time to first token uses
+# the convention's list; runs extend the doubling down to 5 ms and up to about 11 minutes.
+_DOUBLING = tuple(round(0.01 * 2**i, 2) for i in range(17))  # 0.01 .. 655.36
+_RUN_BUCKETS = (0.005, *_DOUBLING)
+_LLM_BUCKETS = _DOUBLING[:15]  # .. 163.84
+_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
+                 7.5, 10.0, 30.0, 60.0)  # fmt: skip
 _QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-_TOOL_BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    120.0,
-    300.0,
-)
+_TOOL_BUCKETS = (*_QUEUE_BUCKETS, 120.0, 300.0)
 _TURN_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50)
 
 
