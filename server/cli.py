@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import disable_created_metrics
 from pydantic import ValidationError
 
 from agent_executor import (
@@ -122,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
+    disable_created_metrics()  # no *_created series: half the series, nothing lost for dashboards
     app = create_app(executor, settings)
     tools = ", ".join(executor.tools) or "none"
     logger.info(
