@@ -30,6 +30,7 @@ from .events import (
 from .executor import AgentExecutor
 from .guards import Guard, InputValidationGuard, ScreenVerdict, ToolResultScreen
 from .hooks import AuditLogHook, Hook, ToolAllowlistHook
+from .injection import InjectionGuard, InjectionScore
 from .logging import LogContextFilter, install_log_context, log_context
 from .memory import ConversationStore, InMemoryConversationStore
 from .messages import (
@@ -83,6 +84,8 @@ __all__ = [
     "HookRejection",
     "InMemoryConversationStore",
     "InMemoryRateLimitStorage",
+    "InjectionGuard",
+    "InjectionScore",
     "InputValidationGuard",
     "LiteLLMModel",
     "LogContextFilter",

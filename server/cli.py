@@ -27,6 +27,7 @@ from agent_executor import (
     ConfigurationError,
     DemoModel,
     Guard,
+    InjectionGuard,
     InputValidationGuard,
     LiteLLMModel,
 )
@@ -123,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
-    disable_created_metrics()  # no *_created series: half the series, nothing lost for dashboards
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # half the series, none used
     app = create_app(executor, settings)
     tools = ", ".join(executor.tools) or "none"
     logger.info(
@@ -183,7 +184,7 @@ def _list(value: str | None) -> tuple[str, ...]:
 
 
 def _guards(args: argparse.Namespace) -> list[Guard]:
-    """Rate limit (if asked) first, then input validation: cheapest refusals first."""
+    """Rate limit (if asked), input validation, injection detection: cheapest refusals first."""
     guards: list[Guard] = []
     if args.rate_limit_burst is not None and not args.rate_limit:
         raise CliError("--rate-limit-burst needs --rate-limit")
@@ -193,6 +194,8 @@ def _guards(args: argparse.Namespace) -> list[Guard]:
         except ConfigurationError as exc:
             raise CliError(str(exc)) from None
     guards.append(InputValidationGuard())
+    if not args.no_injection_guard:
+        guards.append(InjectionGuard())
     return guards
 
 
