@@ -50,6 +50,18 @@ logger = logging.getLogger("agent_executor")
 Mode = Literal["stream", "execute"]
 
 
+_SERVER_SIDE_FAILURES = frozenset(
+    code.value
+    for code in (
+        ErrorCode.TIMEOUT,
+        ErrorCode.OVERLOADED,
+        ErrorCode.LLM_ERROR,
+        ErrorCode.INTERNAL_ERROR,
+    )
+)
+"""Outcomes logged as warnings; refusals of the caller's input are routine (info)."""
+
+
 def _drop(event: AgentEvent) -> None:
     """The ``emit`` of ``execute()``: its result is read from the run, not from events."""
 
@@ -582,7 +594,7 @@ class AgentExecutor:
         self.metrics.requests.labels(mode, outcome).inc()
         self.metrics.request_duration.labels(mode).observe(seconds)
         self.metrics.react_turns.observe(run.turns)
-        level = logging.INFO if outcome in ("success", "cancelled") else logging.WARNING
+        level = logging.WARNING if outcome in _SERVER_SIDE_FAILURES else logging.INFO
         logger.log(
             level,
             "run finished: outcome=%s turns=%d tool_calls=%d duration_ms=%.1f",
