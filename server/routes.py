@@ -64,8 +64,13 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
     request_id = request[REQUEST_ID]
     response = web.StreamResponse(headers={**SSE_HEADERS, "X-Request-Id": request_id})
     await response.prepare(request)
+    settings = request.app[SETTINGS]
     writer = SSEWriter(
-        request, response, chat_request.events, request.app[SETTINGS].heartbeat_seconds
+        request,
+        response,
+        chat_request.events,
+        settings.heartbeat_seconds,
+        settings.write_timeout_seconds,
     )
     started = time.perf_counter()
     _opened(state, writer)

@@ -21,6 +21,11 @@ class Settings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     heartbeat_seconds: float = Field(default=15.0, gt=0)
+    write_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A stream whose client takes no data for this long is cut (slow reader).",
+    )
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
     api_keys: dict[str, str] = Field(default_factory=dict)
     cors_origins: tuple[str, ...] = ()

@@ -8,7 +8,9 @@ every character survives). An idle stream gets a ``:`` comment as a heartbeat.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncIterator
@@ -28,7 +30,11 @@ from agent_executor import (
     ToolStartEvent,
 )
 
+from .keys import REQUEST_ID
+
 __all__ = ["HEARTBEAT", "SSE_HEADERS", "EventMode", "SSEWriter", "encode_data", "frame"]
+
+logger = logging.getLogger("server.sse")
 
 EventMode = Literal["text", "json"]
 
@@ -106,7 +112,9 @@ class SSEWriter:
 
     ``pump`` returns when the run has ended (after its ``done``), the client has gone away
     (``disconnected``), or :meth:`stop` was called (``stopped``, e.g. at shutdown; the caller
-    then sends its own closing events).
+    then sends its own closing events). A client that stops reading cannot make the server
+    buffer without bound: once one write has waited ``write_timeout_seconds`` for the client to
+    take data, the connection is cut (``slow_reader``) and a warning is logged.
     """
 
     def __init__(
@@ -115,6 +123,7 @@ class SSEWriter:
         response: web.StreamResponse,
         mode: EventMode,
         heartbeat_seconds: float,
+        write_timeout_seconds: float = 30.0,
     ) -> None:
         self._request = request
         self._response = response
@@ -122,10 +131,13 @@ class SSEWriter:
         self._heartbeat = heartbeat_seconds
         self._next_id = 1
         self._last_write = time.monotonic()
+        self._write_timeout = write_timeout_seconds
+        self._writing_since: float | None = None
         self._scope: anyio.CancelScope | None = None
         self._done_written = False
         self.done_sent = False
         self.disconnected = False
+        self.slow_reader = False
         self.stopped = False
 
     async def pump(self, events: AsyncIterator[AgentEvent]) -> None:
@@ -173,10 +185,23 @@ class SSEWriter:
         return frame(event.type, encode_data(event, self._mode), event_id)
 
     async def _write(self, data: bytes) -> None:
-        self._last_write = time.monotonic()
-        await self._response.write(data)
+        self._last_write = self._writing_since = time.monotonic()
+        try:
+            await self._response.write(data)
+        finally:
+            self._writing_since = None
         if self._done_written:
             self.done_sent = True
+
+    def _cut_slow_reader(self, transport: asyncio.Transport) -> None:
+        logger.warning(
+            "client %s is not reading: cut the stream after a write waited %.0f s (request id %s)",
+            self._request.remote,
+            self._write_timeout,
+            self._request.get(REQUEST_ID),
+        )
+        self.slow_reader = self.disconnected = True
+        transport.abort()
 
     async def _keepalive(self, scope: anyio.CancelScope) -> None:
         """Heartbeat when idle; end the stream as soon as the client's connection is gone.
@@ -185,7 +210,7 @@ class SSEWriter:
         cancels the handler the moment the client leaves; the check here covers apps run
         without it, within a second.
         """
-        check = min(self._heartbeat, 1.0)
+        check = min(self._heartbeat, self._write_timeout / 2, 1.0)
         while True:
             await anyio.sleep(check)
             transport = self._request.transport
@@ -193,6 +218,13 @@ class SSEWriter:
                 self.disconnected = True
                 scope.cancel()
                 return
+            writing_since = self._writing_since
+            if writing_since is not None:
+                if time.monotonic() - writing_since > self._write_timeout:
+                    self._cut_slow_reader(transport)
+                    scope.cancel()
+                    return
+                continue
             if time.monotonic() - self._last_write >= self._heartbeat:
                 try:
                     await self._write(HEARTBEAT)

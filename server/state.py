@@ -14,6 +14,7 @@ from aiohttp import web
 from agent_executor import AgentExecutor
 from agent_executor.metrics import Metrics
 
+from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings
 from .sse import SSEWriter
 
@@ -30,8 +31,6 @@ __all__ = [
 ]
 
 STATIC_DIR = Path(__file__).parent / "static"
-AUTH_USER = web.RequestKey("auth_user", str)
-"""The user id an API key authenticated."""
 
 
 @dataclass(frozen=True)
@@ -63,5 +62,3 @@ TRUSTED_PROXIES = web.AppKey(
 AGENTS = web.AppKey("agents", Agents)
 SETTINGS = web.AppKey("settings", Settings)
 STATE = web.AppKey("state", ServiceState)
-REQUEST_ID = web.RequestKey("request_id", str)
-"""The id of the request, used in logs and passed to the run."""

@@ -10,7 +10,7 @@ import pytest
 from httpx_sse import aconnect_sse
 
 from agent_executor import AgentExecutor, InputValidationGuard, ModelChunk, ScriptedModel, tool
-from agent_executor.models.scripted import call, text_turn, tool_turn
+from agent_executor.models.scripted import Pause, call, text_turn, tool_turn
 from server import Settings
 
 from .helpers import make_executor, sample
@@ -251,3 +251,37 @@ async def test_events_waiting_together_are_written_together() -> None:
 
     expected = b"".join(f"id: {i + 1}\nevent: message\ndata: {i} \n\n".encode() for i in range(50))
     assert response.content == expected + b"id: 51\nevent: done\ndata: \n\n"
+
+
+async def test_a_client_that_reads_nothing_gets_cut_off(caplog: pytest.LogCaptureFixture) -> None:
+    """A client that stopped reading is cut off while the model is still writing."""
+    import socket
+
+    chunks = [item for _ in range(4000) for item in (ModelChunk(text="x" * 4096), Pause(0.001))]
+    executor = make_executor([chunks])
+    registry = executor.metrics.registry
+
+    async with serve(executor, Settings(write_timeout_seconds=0.5)) as client:
+        url = client.base_url
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((url.host, url.port))
+        body = b'{"message": "go"}'
+        sock.sendall(
+            b"POST /api/chat/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+            b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        try:
+            with anyio.fail_after(10):
+                while sample(registry, "agent_executor_sse_streams_active") or not sample(
+                    registry, "agent_executor_sse_disconnects_total"
+                ):
+                    await anyio.sleep(0.05)
+        finally:
+            sock.close()
+
+    assert "is not reading: cut the stream" in caplog.text
+    assert sample(registry, "agent_executor_in_flight_requests") == 0
+    assert (
+        sample(registry, "agent_executor_requests_total", mode="stream", outcome="cancelled") == 1
+    )
