@@ -52,11 +52,6 @@ class Service:
     base_url: str
     log_path: Path
 
-    def access_log(self, needle: str) -> list[str]:
-        """The service's access-log lines that contain ``needle``."""
-        lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return [line for line in lines if "aiohttp.access" in line and needle in line]
-
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
