@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-    wait_random,
-)
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ._assembler import ToolCallAssembler
 from .errors import ModelError
@@ -138,39 +132,50 @@ class _TurnState:
 async def _open(
     model: ChatModel, request: ModelRequest, policy: ModelPolicy, metrics: TurnMetrics
 ) -> tuple[AsyncIterator[ModelChunk], ModelChunk | None]:
-    """Start the stream and wait for its first chunk, retrying transient failures."""
+    """Start the stream and wait for its first chunk, retrying transient failures.
 
-    def before_sleep(state: RetryCallState) -> None:
-        metrics.retries.inc()
-        error = state.outcome.exception() if state.outcome else None
-        logger.info(
-            "model %s failed (%s); retrying (attempt %d)",
-            model.name,
-            error,
-            state.attempt_number + 1,
-        )
-
-    backoff = wait_exponential(multiplier=policy.backoff, max=policy.max_backoff) + wait_random(
-        0, policy.backoff
-    )
-
-    def wait(state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        hinted = getattr(error, "retry_after", None) or 0.0
-        return max(backoff(state), min(hinted, policy.max_backoff))
-
+    The first attempt is made directly; tenacity's machinery is built only when it fails
+    with a retryable error, so a healthy turn allocates no retry state.
+    """
+    try:
+        return await _open_once(model, request, policy.first_token_timeout)
+    except ModelError as exc:
+        if not exc.retryable or policy.retries < 1:
+            raise
+        first_error = exc
+    _retrying_after(model, first_error, metrics)
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(policy.retries + 1),
-        wait=wait,
+        stop=stop_after_attempt(policy.retries),
+        # tenacity's attempt n (n >= 1) failed: wait before retry number n + 1
+        wait=lambda state: _delay(
+            policy, state.attempt_number + 1, state.outcome.exception() if state.outcome else None
+        ),
         retry=retry_if_exception(lambda exc: isinstance(exc, ModelError) and exc.retryable),
-        before_sleep=before_sleep,
+        before_sleep=lambda state: _retrying_after(
+            model, state.outcome.exception() if state.outcome else None, metrics
+        ),
         sleep=anyio.sleep,
         reraise=True,
     )
+    await anyio.sleep(_delay(policy, 1, first_error))
     async for attempt in retrying:
         with attempt:
             return await _open_once(model, request, policy.first_token_timeout)
     raise AssertionError("unreachable: tenacity reraises the last error")
+
+
+def _retrying_after(model: ChatModel, error: BaseException | None, metrics: TurnMetrics) -> None:
+    metrics.retries.inc()
+    logger.info("model %s failed (%s); retrying", model.name, error)
+
+
+def _delay(policy: ModelPolicy, retry: int, error: BaseException | None) -> float:
+    """Seconds before retry number ``retry`` (1, 2, ...): exponential backoff with jitter,
+    at least the provider's ``retry_after`` hint, at most ``max_backoff`` (plus jitter)."""
+    backoff = min(policy.backoff * 2.0 ** (retry - 1), policy.max_backoff)
+    backoff += random.uniform(0, policy.backoff)
+    hint = error.retry_after if isinstance(error, ModelError) else None
+    return max(backoff, min(hint or 0.0, policy.max_backoff))
 
 
 async def _open_once(

@@ -352,3 +352,16 @@ async def test_a_model_that_breaks_is_counted_as_an_llm_error() -> None:
         )
         == 1
     )
+
+
+def test_retry_delays_back_off_exponentially_and_honour_retry_after() -> None:
+    from agent_executor import ModelError
+    from agent_executor._turn import ModelPolicy, _delay
+
+    policy = ModelPolicy(backoff=0.5, max_backoff=8.0)
+
+    assert 0.5 <= _delay(policy, 1, None) <= 1.0
+    assert 2.0 <= _delay(policy, 3, None) <= 2.5
+    assert 8.0 <= _delay(policy, 10, None) <= 8.5
+    assert _delay(policy, 1, ModelError("429", retry_after=5.0)) == 5.0
+    assert _delay(policy, 1, ModelError("429", retry_after=60.0)) == 8.0

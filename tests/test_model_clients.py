@@ -328,3 +328,19 @@ def test_model_strings_choose_a_client(
 
     assert isinstance(chosen, expected)
     assert chosen.name == model
+
+
+async def test_the_fast_path_reuses_its_connection_for_the_next_turn(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(
+        Stream(tool_call_stream([("c1", "get_weather", {"city": "Oslo"})]), linger=0.05),
+        Stream(text_stream(["Sunny."])),
+    )
+    executor = executor_for(server, "fast")
+
+    result = await executor.execute(AgentCommand(user_prompt="weather?"))
+
+    assert result.success
+    assert len(server.client_ports) == 2
+    assert server.client_ports[0] == server.client_ports[1]

@@ -137,6 +137,7 @@ async def _chunks(content: aiohttp.StreamReader) -> AsyncIterator[ModelChunk]:
                 continue
             payload = line[5:].strip()
             if payload == b"[DONE]":
+                await _finish_body(content)
                 return
             chunk = _convert(orjson.loads(payload))
             if chunk is not None:
@@ -145,6 +146,13 @@ async def _chunks(content: aiohttp.StreamReader) -> AsyncIterator[ModelChunk]:
         chunk = _convert(orjson.loads(pending[5:].strip()))
         if chunk is not None:
             yield chunk
+
+
+async def _finish_body(content: aiohttp.StreamReader) -> None:
+    """Read the rest of the body (the chunked-encoding end) so the connection goes back to the
+    pool; leaving the response earlier makes aiohttp close it."""
+    while await content.readany():
+        pass
 
 
 def _convert(obj: dict[str, Any]) -> ModelChunk | None:

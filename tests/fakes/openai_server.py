@@ -97,7 +97,8 @@ class Stream:
     ``drop_after=N`` abruptly closes the TCP connection after N chunks (no
     ``[DONE]``, no chunked-encoding terminator).  ``stall_after=N`` stops sending
     after N chunks and waits until the client disconnects or the server stops.
-    ``latency`` delays the response headers (time to first byte).
+    ``latency`` delays the response headers (time to first byte); ``linger`` delays the end
+    of the body after ``[DONE]``.
     """
 
     chunks: Sequence[JsonDict | str]
@@ -105,6 +106,7 @@ class Stream:
     drop_after: int | None = None
     stall_after: int | None = None
     latency: float = 0.0
+    linger: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -403,6 +405,7 @@ class FakeOpenAIServer:
         #: Headers of every request received (parallel to ``requests``).
         self.request_headers: list[dict[str, str]] = []
         self.request_paths: list[str] = []
+        self.client_ports: list[int | None] = []
         #: Number of streams cut by ``drop_after`` / currently stalled.
         self.dropped = 0
         self.stalled = 0
@@ -473,6 +476,8 @@ class FakeOpenAIServer:
         self.requests.append(body if isinstance(body, dict) else {"_json": body})
         self.request_headers.append(dict(request.headers))
         self.request_paths.append(request.path_qs)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.client_ports.append(peer[1] if peer else None)
 
         if not self._queue:
             return web.json_response(
@@ -516,6 +521,8 @@ class FakeOpenAIServer:
             if spec.stall_after is not None:
                 return await self._stall(request, resp)
             await resp.write(b"data: [DONE]\n\n")
+            if spec.linger:
+                await asyncio.sleep(spec.linger)  # the body's end arrives after [DONE]
             await resp.write_eof()
         except ConnectionError:
             pass  # client went away
