@@ -75,6 +75,27 @@ class ToolRunner:
         """A batch for one model turn's calls, run as tasks of ``task_group``."""
         return ToolBatch(self, run, task_group, max_calls, self._limits.max_parallel)
 
+    async def run_calls(
+        self,
+        run: Run,
+        calls: Sequence[ToolCall],
+        max_calls: int | None,
+        refusal: Refusal | None = None,
+    ) -> bool:
+        """Run a finished turn's calls concurrently; true if ``max_calls`` refused one."""
+        batch: ToolBatch | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                batch = self.batch(run, tg, max_calls)
+                for call in calls:
+                    batch.start(call, refusal)
+        finally:
+            # Calls that finished are recorded even when the turn is cut short (a timeout).
+            if batch is not None:
+                batch.collect(calls)
+        assert batch is not None
+        return batch.limit_hit
+
     def plan(self, run: Run, call: ToolCall, max_calls: int | None) -> Refusal | None:
         """Refuse a call past ``max_calls`` or repeated identically too many times in a row."""
         key = (call.name, _canonical(call.arguments))

@@ -112,7 +112,10 @@ class AgentExecutor:
                 ">= 1 and max_tool_calls >= 0"
             )
         self.name = name
-        self.model: ChatModel = resolve_model(model, max_connections=max_concurrency)
+        self.model: ChatModel = resolve_model(model)
+        reserve = getattr(self.model, "reserve_connections", None)
+        if reserve is not None:
+            reserve(max_concurrency)  # every run holding a permit gets a pooled connection
         self.tools: dict[str, Tool] = _registry(tools)
         self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
         self.metrics = Metrics.for_registry(metrics)
@@ -384,21 +387,32 @@ class AgentExecutor:
     async def _turn(
         self, run: Run, offer_tools: bool, max_calls: int
     ) -> tuple[ModelResponse, tuple[ToolCall, ...], bool]:
-        """One model turn and its tool calls; eager tools start while the model streams.
+        """One model turn and its tool calls.
 
         Returns the response, the calls the turn made and whether ``max_calls`` refused one.
         """
+        if offer_tools and self._tool_runner.has_eager:
+            return await self._turn_with_eager_tools(run, max_calls)
+        response = await self._model_turn(run, self._tool_specs if offer_tools else [], None)
+        calls = response.tool_calls if offer_tools else ()
+        run.add(AssistantMessage(content=response.text, tool_calls=calls))
+        if not calls:
+            return response, calls, False
+        refusal = self._refusal(run, response)
+        return response, calls, await self._tool_runner.run_calls(run, calls, max_calls, refusal)
+
+    async def _turn_with_eager_tools(
+        self, run: Run, max_calls: int
+    ) -> tuple[ModelResponse, tuple[ToolCall, ...], bool]:
+        """A turn whose tools' task group spans the model stream, so eager tools start early."""
         calls: tuple[ToolCall, ...] = ()
         failure: RunFailed | None = None
         try:
             async with anyio.create_task_group() as tg:
                 batch = self._tool_runner.batch(run, tg, max_calls)
-                eager = batch.start_eager if offer_tools and self._tool_runner.has_eager else None
                 try:
-                    response = await self._model_turn(
-                        run, self._tool_specs if offer_tools else [], eager
-                    )
-                    calls = response.tool_calls if offer_tools else ()
+                    response = await self._model_turn(run, self._tool_specs, batch.start_eager)
+                    calls = response.tool_calls
                     run.add(AssistantMessage(content=response.text, tool_calls=calls))
                     refusal = self._refusal(run, response) if calls else None
                     for call in calls:

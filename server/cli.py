@@ -140,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=settings.port,
         handler_cancellation=True,
         shutdown_timeout=settings.shutdown_grace_seconds + 5,
+        backlog=4096,  # bursts of thousands of connects (the kernel caps it at somaxconn)
         print=None,
     )
     logger.info("agent-executor stopped")
@@ -213,7 +214,6 @@ def _model(args: argparse.Namespace, env: os._Environ[str] | dict[str, str]) -> 
             api_base=args.api_base or env.get("LLM_BASE_URL"),
             api_key=args.api_key or env.get("LLM_API_KEY"),
             client=args.model_client,
-            max_connections=args.max_concurrency,
             **({} if name == "demo" else params),
         )
     except ConfigurationError as exc:

@@ -133,6 +133,8 @@ class SSEWriter:
         self._last_write = time.monotonic()
         self._write_timeout = write_timeout_seconds
         self._writing_since: float | None = None
+        self._ended = False
+        self._wake: asyncio.Future[None] | None = None
         self._scope: anyio.CancelScope | None = None
         self._done_written = False
         self.done_sent = False
@@ -163,7 +165,7 @@ class SSEWriter:
                                 await self._write(encode(event))
                     except ConnectionResetError:
                         self.disconnected = True
-                    scope.cancel()
+                    self._wake_keepalive()
 
     def stop(self) -> None:
         """End ``pump`` now (the run is cancelled); the caller writes the closing events."""
@@ -193,6 +195,12 @@ class SSEWriter:
         if self._done_written:
             self.done_sent = True
 
+    def _wake_keepalive(self) -> None:
+        self._ended = True
+        wake = self._wake
+        if wake is not None:
+            _resolve(wake)
+
     def _cut_slow_reader(self, transport: asyncio.Transport) -> None:
         logger.warning(
             "client %s is not reading: cut the stream after a write waited %.0f s (request id %s)",
@@ -211,8 +219,18 @@ class SSEWriter:
         without it, within a second.
         """
         check = min(self._heartbeat, self._write_timeout / 2, 1.0)
-        while True:
-            await anyio.sleep(check)
+        loop = asyncio.get_running_loop()
+        while not self._ended:
+            # A plain timer future, not a cancel scope: ending the stream wakes it without
+            # raising anything (no exception objects per stream for the garbage collector).
+            self._wake = waiter = loop.create_future()
+            timer = loop.call_later(check, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+            if self._ended:
+                return
             transport = self._request.transport
             if transport is None or transport.is_closing():
                 self.disconnected = True
@@ -232,3 +250,8 @@ class SSEWriter:
                     self.disconnected = True
                     scope.cancel()
                     return
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

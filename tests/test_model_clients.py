@@ -344,3 +344,15 @@ async def test_the_fast_path_reuses_its_connection_for_the_next_turn(
     assert result.success
     assert len(server.client_ports) == 2
     assert server.client_ports[0] == server.client_ports[1]
+
+
+def test_the_executor_sizes_the_fast_paths_pool_from_its_concurrency() -> None:
+    sized = OpenAICompatModel("m", base_url="http://127.0.0.1:1/v1")
+    fixed = OpenAICompatModel("m", base_url="http://127.0.0.1:1/v1", max_connections=7)
+
+    AgentExecutor(model=sized, max_concurrency=1000, metrics=CollectorRegistry())
+    AgentExecutor(model=sized, max_concurrency=10, metrics=CollectorRegistry())
+    AgentExecutor(model=fixed, max_concurrency=1000, metrics=CollectorRegistry())
+
+    assert sized._max_connections == 1000
+    assert fixed._max_connections == 7

@@ -39,7 +39,7 @@ def resolve_model(
     api_base: str | None = None,
     api_key: str | None = None,
     client: ModelClient = "auto",
-    max_connections: int = 100,
+    max_connections: int | None = None,
     **params: Any,
 ) -> ChatModel:
     """A model from a :class:`ChatModel` or a model string.

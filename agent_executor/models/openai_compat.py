@@ -48,7 +48,7 @@ class OpenAICompatModel:
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         query: Mapping[str, str] | None = None,
-        max_connections: int = 100,
+        max_connections: int | None = None,
         connect_timeout: float = 10.0,
         name: str | None = None,
         session: aiohttp.ClientSession | None = None,
@@ -67,6 +67,7 @@ class OpenAICompatModel:
         self._query = dict(query or {})
         self._params = params
         self._max_connections = max_connections
+        self._pool_fixed = max_connections is not None
         self._connect_timeout = connect_timeout
         self._session = session
         self._owns_session = session is None
@@ -82,11 +83,17 @@ class OpenAICompatModel:
             await self._session.close()
             self._session = None
 
+    def reserve_connections(self, count: int) -> None:
+        """Size the pool for ``count`` concurrent calls (an executor does this with its
+        ``max_concurrency``), unless ``max_connections`` was given; before the first call."""
+        if not self._pool_fixed:
+            self._max_connections = max(self._max_connections or 0, count)
+
     def _client(self) -> aiohttp.ClientSession:
         session = self._session
         if session is None or session.closed:
             connector = aiohttp.TCPConnector(
-                limit=self._max_connections, limit_per_host=0, keepalive_timeout=30
+                limit=self._max_connections or 100, limit_per_host=0, keepalive_timeout=30
             )
             timeout = aiohttp.ClientTimeout(total=None, connect=self._connect_timeout)
             session = aiohttp.ClientSession(
