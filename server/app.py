@@ -18,7 +18,8 @@ from aiohttp import web
 from agent_executor import AgentExecutor
 
 from . import routes
-from .errors import json_error
+from .errors import error_for
+from .openai_api import add_openai_routes
 from .settings import Settings
 from .state import (
     AGENTS,
@@ -74,6 +75,7 @@ def create_app(
     state.streams_idle.set()
     app[STATE] = state
     routes.add_routes(app)
+    add_openai_routes(app)
     app.on_shutdown.append(_drain_streams)
     app.on_cleanup.append(_close_agents)
     return app
@@ -105,12 +107,12 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
         message = (
             exc.reason if exc.text is None or exc.text.startswith(f"{exc.status}:") else (exc.text)
         )
-        return json_error(exc.status, message, **_kept_headers(exc))
+        return error_for(request, exc.status, message, **_kept_headers(exc))
     except asyncio.CancelledError:
         raise
     except Exception:
         logger.exception("unhandled error (request id %s)", request.get(REQUEST_ID))
-        return json_error(500, f"internal error (request id {request.get(REQUEST_ID)})")
+        return error_for(request, 500, f"internal error (request id {request.get(REQUEST_ID)})")
 
 
 def _kept_headers(exc: web.HTTPException) -> dict[str, str]:
@@ -161,8 +163,8 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
             scheme, _, key = request.headers.get("Authorization", "").partition(" ")
             user = keys.get(key.strip()) if scheme.lower() == "bearer" else None
             if user is None:
-                return json_error(
-                    401, "missing or invalid API key", **{"WWW-Authenticate": "Bearer"}
+                return error_for(
+                    request, 401, "missing or invalid API key", **{"WWW-Authenticate": "Bearer"}
                 )
             request[AUTH_USER] = user
         return await handler(request)

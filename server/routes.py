@@ -13,7 +13,14 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
-from agent_executor import AgentCommand, AgentExecutor, DoneEvent, ErrorEvent
+from agent_executor import (
+    AgentCommand,
+    AgentEvent,
+    AgentExecutor,
+    DoneEvent,
+    ErrorEvent,
+    EventStream,
+)
 
 from .errors import json_error, status_for
 from .schemas import (
@@ -23,7 +30,7 @@ from .schemas import (
     describe_validation_error,
     openapi_document,
 )
-from .sse import SSE_HEADERS, SSEWriter
+from .sse import SSE_HEADERS, AgentEventEncoder, EventEncoder, SSEWriter
 from .state import (
     AGENTS,
     AUTH_USER,
@@ -53,46 +60,49 @@ def add_routes(app: web.Application) -> None:
 
 async def chat_stream(request: web.Request) -> web.StreamResponse:
     """Run an agent and stream its events as SSE (POST with a JSON body, or GET with a query)."""
-
     parsed = await _parse(request)
     if isinstance(parsed, web.Response):
         return parsed
     chat_request, executor, command = parsed
-    state = request.app[STATE]
-    if state.shutting_down:
+    if request.app[STATE].shutting_down:
         return json_error(503, "the server is shutting down", **{"Retry-After": "5"})
-    request_id = request[REQUEST_ID]
-    response = web.StreamResponse(headers={**SSE_HEADERS, "X-Request-Id": request_id})
+    events = executor.execute_stream(
+        command, request_id=request[REQUEST_ID], client_address=client_address(request)
+    )
+    return await stream_events(request, events, AgentEventEncoder(chat_request.events))
+
+
+async def stream_events(
+    request: web.Request,
+    events: EventStream,
+    encoder: EventEncoder,
+    first: AgentEvent | None = None,
+) -> web.StreamResponse:
+    """Answer ``request`` with ``events`` as SSE: heartbeats, disconnects, shutdown included.
+
+    ``first`` is an event already taken from ``events`` (to decide the HTTP status by it).
+    """
+    state, settings = request.app[STATE], request.app[SETTINGS]
+    headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
+    response = web.StreamResponse(headers=headers)
     await response.prepare(request)
-    settings = request.app[SETTINGS]
     writer = SSEWriter(
-        request,
-        response,
-        chat_request.events,
-        settings.heartbeat_seconds,
-        settings.write_timeout_seconds,
+        request, response, encoder, settings.heartbeat_seconds, settings.write_timeout_seconds
     )
     started = time.perf_counter()
     _opened(state, writer)
     try:
-        await writer.pump(
-            executor.execute_stream(
-                command, request_id=request_id, client_address=client_address(request)
-            )
-        )
+        if first is not None:
+            await writer.send(first)
+        await writer.pump(events)
         if writer.stopped and not writer.done_sent and not writer.disconnected:
             await writer.send(ErrorEvent(code="overloaded", message="the server is shutting down"))
-            await writer.send(
-                DoneEvent(
-                    finish_reason="error",
-                    usage=None,
-                    tool_calls=[],
-                    duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                )
-            )
+            duration_ms = round((time.perf_counter() - started) * 1000, 3)
+            await writer.send(DoneEvent("error", None, [], duration_ms))
     except ConnectionResetError:
         writer.disconnected = True
     finally:
+        await events.aclose()
         _closed(state, writer)
     return response
 

@@ -214,6 +214,43 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/chat/completions": {
+                "post": {
+                    "summary": "OpenAI-compatible chat completion (model = agent name; the agent "
+                    "runs its tools on the server)",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "object", "required": ["model", "messages"]}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "chat.completion, or chat.completion.chunk SSE",
+                            "content": {
+                                "application/json": {"schema": {"type": "object"}},
+                                "text/event-stream": {"schema": {"type": "string"}},
+                            },
+                        },
+                        "400": {"description": "Invalid request (OpenAI error shape)"},
+                        "404": {"description": "Unknown model (agent)"},
+                        "429": {"description": "Rate limited (Retry-After)"},
+                    },
+                }
+            },
+            "/v1/models": {
+                "get": {
+                    "summary": "The configured agents (OpenAI list shape)",
+                    "responses": {
+                        "200": {
+                            "description": "A model list",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        }
+                    },
+                }
+            },
             "/metrics": {
                 "get": {
                     "summary": "Prometheus metrics",

@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 import orjson
@@ -32,7 +32,16 @@ from agent_executor import (
 
 from .keys import REQUEST_ID
 
-__all__ = ["HEARTBEAT", "SSE_HEADERS", "EventMode", "SSEWriter", "encode_data", "frame"]
+__all__ = [
+    "HEARTBEAT",
+    "SSE_HEADERS",
+    "AgentEventEncoder",
+    "EventEncoder",
+    "EventMode",
+    "SSEWriter",
+    "encode_data",
+    "frame",
+]
 
 logger = logging.getLogger("server.sse")
 
@@ -107,6 +116,30 @@ def _default(value: Any) -> Any:
     return repr(value)
 
 
+class EventEncoder(Protocol):
+    """Turns one event into the bytes of its SSE frame(s); one encoder per stream."""
+
+    def encode(self, event: AgentEvent) -> bytes: ...
+
+
+class AgentEventEncoder:
+    """The service's own framing (SPEC section 3): ``id``, ``event``, ``data`` in ``text`` or
+    ``json`` mode."""
+
+    __slots__ = ("_mode", "_next_id")
+
+    def __init__(self, mode: EventMode) -> None:
+        self._mode = mode
+        self._next_id = 1
+
+    def encode(self, event: AgentEvent) -> bytes:
+        event_id = self._next_id
+        self._next_id = event_id + 1
+        if type(event) is MessageEvent and self._mode == "text":
+            return frame("message", event.text, event_id)
+        return frame(event.type, encode_data(event, self._mode), event_id)
+
+
 class SSEWriter:
     """Streams one run's events to one client, with heartbeats and disconnect detection.
 
@@ -121,15 +154,14 @@ class SSEWriter:
         self,
         request: web.Request,
         response: web.StreamResponse,
-        mode: EventMode,
+        encoder: EventEncoder,
         heartbeat_seconds: float,
         write_timeout_seconds: float = 30.0,
     ) -> None:
         self._request = request
         self._response = response
-        self._mode = mode
+        self._encoder = encoder
         self._heartbeat = heartbeat_seconds
-        self._next_id = 1
         self._last_write = time.monotonic()
         self._write_timeout = write_timeout_seconds
         self._writing_since: float | None = None
@@ -178,13 +210,9 @@ class SSEWriter:
         await self._write(self._encode(event))
 
     def _encode(self, event: AgentEvent) -> bytes:
-        event_id = self._next_id
-        self._next_id = event_id + 1
-        if type(event) is MessageEvent and self._mode == "text":
-            return frame("message", event.text, event_id)
         if type(event) is DoneEvent:
             self._done_written = True
-        return frame(event.type, encode_data(event, self._mode), event_id)
+        return self._encoder.encode(event)
 
     async def _write(self, data: bytes) -> None:
         self._last_write = self._writing_since = time.monotonic()

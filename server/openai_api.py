@@ -1,0 +1,288 @@
+"""OpenAI-compatible endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+Any OpenAI client can talk to an agent: the request's ``model`` names a configured agent
+(``default`` is the default one), the agent runs its own tools server-side, and the client sees
+the answer in OpenAI's format — ``chat.completion`` or a stream of ``chat.completion.chunk``
+ending in ``data: [DONE]``. Errors use OpenAI's shape and statuses (400, 401, 404, 429 with
+``Retry-After``, 500, 503), because OpenAI clients retry 429 and 5xx by themselves. For the
+same reason a streamed request is refused with an HTTP status, not an in-stream error, when its
+run fails before the first event (a guard's rejection, a full queue): the first event is taken
+before the response starts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Literal
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_executor import (
+    AgentCommand,
+    AgentEvent,
+    AssistantMessage,
+    DoneEvent,
+    ErrorEvent,
+    ErrorInfo,
+    Message,
+    MessageEvent,
+    SystemMessage,
+    Usage,
+    UserMessage,
+)
+
+from .errors import STATUS_BY_CODE, openai_error, status_for
+from .routes import client_address, stream_events
+from .schemas import describe_validation_error
+from .state import AGENTS, AUTH_USER, REQUEST_ID, STATE
+
+__all__ = ["add_openai_routes"]
+
+_CREATED = int(time.time())
+
+
+class _ContentPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    text: str | None = None
+
+
+class OpenAIMessage(BaseModel):
+    """One message of an OpenAI chat request (text content only)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[_ContentPart] | None = None
+
+    def text(self) -> str:
+        if self.content is None or isinstance(self.content, str):
+            return self.content or ""
+        if any(part.type != "text" for part in self.content):
+            raise ValueError("only text content parts are supported")
+        return "".join(part.text or "" for part in self.content)
+
+
+class ChatCompletionRequest(BaseModel):
+    """The fields of OpenAI's chat completion request that an agent uses; others are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    messages: list[OpenAIMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    user: str | None = None
+    n: int = 1
+    tools: list[Any] | None = None
+    functions: list[Any] | None = None
+
+
+def add_openai_routes(app: web.Application) -> None:
+    """Register the OpenAI-compatible endpoints on ``app``."""
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/models", models)
+
+
+async def models(request: web.Request) -> web.Response:
+    """The configured agents, in OpenAI's list shape."""
+    agents = request.app[AGENTS]
+    names = ["default", *sorted(n for n in agents.by_name if n != "default")]
+    data = [
+        {"id": n, "object": "model", "created": _CREATED, "owned_by": "agent-executor"}
+        for n in names
+    ]
+    return web.json_response({"object": "list", "data": data})
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    """Run an agent for an OpenAI chat completion request."""
+    parsed = await _parse(request)
+    if isinstance(parsed, web.Response):
+        return parsed
+    body, command = parsed
+    agents = request.app[AGENTS]
+    executor = agents.get(None if body.model == "default" else body.model)
+    if executor is None:
+        return openai_error(
+            404,
+            f"The model `{body.model}` does not exist; see GET /v1/models",
+            code="model_not_found",
+            param="model",
+        )
+    request_id = request[REQUEST_ID]
+    if request.app[STATE].shutting_down:
+        return openai_error(503, "the server is shutting down", **{"Retry-After": "5"})
+    if not body.stream:
+        result = await executor.execute(
+            command, request_id=request_id, client_address=client_address(request)
+        )
+        if result.error is not None:
+            return _run_error(result.error)
+        return web.json_response(_completion(request_id, body.model, result.content, result.usage))
+    events = executor.execute_stream(
+        command, request_id=request_id, client_address=client_address(request)
+    )
+    first = await anext(events, None)
+    if isinstance(first, ErrorEvent):
+        await events.aclose()
+        return _run_error(
+            ErrorInfo(code=first.code, message=first.message, retry_after=first.retry_after)
+        )
+    include_usage = bool((body.stream_options or {}).get("include_usage"))
+    encoder = ChunkEncoder(request_id, body.model, include_usage)
+    return await stream_events(request, events, encoder, first)
+
+
+async def _parse(request: web.Request) -> tuple[ChatCompletionRequest, AgentCommand] | web.Response:
+    try:
+        data = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        return openai_error(400, f"the body is not valid JSON: {exc}")
+    if not isinstance(data, dict):
+        return openai_error(400, "the body must be a JSON object")
+    try:
+        body = ChatCompletionRequest.model_validate(data)
+    except ValidationError as exc:
+        return openai_error(400, describe_validation_error(exc))
+    if body.tools or body.functions:
+        return openai_error(
+            400,
+            "client-supplied tools are not supported: the agent runs its own tools on the server",
+            param="tools",
+        )
+    if body.n != 1:
+        return openai_error(400, "only n=1 is supported", param="n")
+    try:
+        command = _command(request, body)
+    except ValueError as exc:
+        return openai_error(400, str(exc), param="messages")
+    return body, command
+
+
+def _command(request: web.Request, body: ChatCompletionRequest) -> AgentCommand:
+    *history, last = body.messages
+    if last.role != "user" or not last.text().strip():
+        raise ValueError("the last message must be a non-empty user message")
+    messages: list[Message] = []
+    for message in history:
+        text = message.text()
+        if message.role in ("system", "developer"):
+            messages.append(SystemMessage(content=text))
+        elif message.role == "user":
+            messages.append(UserMessage(content=text))
+        elif message.role == "assistant":
+            messages.append(AssistantMessage(content=text))
+        else:
+            raise ValueError("tool messages are not supported: the agent runs its own tools")
+    params = {
+        k: v
+        for k, v in (
+            ("temperature", body.temperature),
+            ("top_p", body.top_p),
+            ("max_tokens", body.max_tokens or body.max_completion_tokens),
+        )
+        if v is not None
+    }
+    user = request.get(AUTH_USER) or request.headers.get("X-User-Id") or body.user
+    return AgentCommand(
+        user_prompt=last.text(), user_id=user, messages=messages, model_params=params
+    )
+
+
+def _run_error(error: ErrorInfo) -> web.Response:
+    headers = {}
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    return openai_error(status_for(error), error.message, code=error.code, **headers)
+
+
+def _usage(usage: Usage | None) -> dict[str, int]:
+    prompt = usage.input_tokens if usage else 0
+    completion = usage.output_tokens if usage else 0
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _completion(request_id: str, model: str, content: str, usage: Usage | None) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{request_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": _usage(usage),
+    }
+
+
+class ChunkEncoder:
+    """Encodes a run's events as ``chat.completion.chunk`` SSE lines.
+
+    Text becomes content deltas (the first also carries the role); tool events are the agent's
+    own business and are not sent; an error becomes an ``{"error": ...}`` event, which OpenAI
+    clients raise; ``done`` becomes the final chunk, the usage chunk if asked, and ``[DONE]``.
+    """
+
+    __slots__ = ("_created", "_head", "_include_usage", "_model", "_started")
+
+    def __init__(self, request_id: str, model: str, include_usage: bool) -> None:
+        self._created = int(time.time())
+        self._model = model
+        self._include_usage = include_usage
+        self._started = False
+        self._head = orjson.dumps(
+            {
+                "id": f"chatcmpl-{request_id}",
+                "object": "chat.completion.chunk",
+                "created": self._created,
+                "model": model,
+            }
+        )[:-1]
+
+    def encode(self, event: AgentEvent) -> bytes:
+        if type(event) is MessageEvent:
+            delta: dict[str, str] = {"content": event.text}
+            if not self._started:
+                self._started = True
+                delta["role"] = "assistant"
+            return self._chunk([{"index": 0, "delta": delta, "finish_reason": None}])
+        if isinstance(event, ErrorEvent):
+            server_side = STATUS_BY_CODE.get(event.code, 500) >= 500
+            kind = "server_error" if server_side else "invalid_request_error"
+            error = {"message": event.message, "type": kind, "param": None, "code": event.code}
+            return b"data: " + orjson.dumps({"error": error}) + b"\n\n"
+        if isinstance(event, DoneEvent):
+            parts = (
+                []
+                if event.finish_reason == "error"
+                else [self._chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])]
+            )
+            if self._include_usage and event.finish_reason != "error":
+                parts.append(self._chunk([], usage=_usage(event.usage)))
+            parts.append(b"data: [DONE]\n\n")
+            return b"".join(parts)
+        return b""
+
+    def _chunk(self, choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> bytes:
+        tail: dict[str, Any] = {"choices": choices}
+        if usage is not None:
+            tail["usage"] = usage
+        return b"data: " + self._head + b"," + orjson.dumps(tail)[1:] + b"\n\n"
