@@ -153,13 +153,14 @@ def _cors_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
 def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamResponse]]:
     """With API keys configured, ``/api/*`` and ``/v1/*`` need ``Authorization: Bearer``.
 
-    ``/api/health`` stays open so load balancers and orchestrators can probe it.
+    ``/api/health`` stays open so load balancers and orchestrators can probe it (as do
+    ``/metrics``, ``/openapi.json`` and the chat page, which is useless without a key anyway).
     """
     keys = dict(settings.api_keys)
 
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if keys and request.method != "OPTIONS" and _protected(request.path):
+        if keys and request.method != "OPTIONS" and _protected(request):
             scheme, _, key = request.headers.get("Authorization", "").partition(" ")
             user = keys.get(key.strip()) if scheme.lower() == "bearer" else None
             if user is None:
@@ -172,8 +173,14 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
     return auth
 
 
-def _protected(path: str) -> bool:
-    return path.startswith(("/api/", "/v1/")) and path != "/api/health"
+def _protected(request: web.Request) -> bool:
+    """Every matched route but the public ones (health, metrics, OpenAPI, the chat page).
+
+    Decided by the route's handler, not by path, so it holds when the app is mounted under a
+    prefix; unmatched paths answer 404/405 without a key.
+    """
+    match = request.match_info
+    return match.http_exception is None and match.handler not in routes.PUBLIC_HANDLERS
 
 
 async def _drain_streams(app: web.Application) -> None:

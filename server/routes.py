@@ -7,6 +7,7 @@ import ipaddress
 import json
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -42,7 +43,7 @@ from .state import (
     ServiceState,
 )
 
-__all__ = ["add_routes"]
+__all__ = ["PUBLIC_HANDLERS", "add_routes", "client_address", "stream_events"]
 
 _openapi_cache: dict[str, Any] = {}
 
@@ -262,3 +263,9 @@ def _is_ip(address: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+PUBLIC_HANDLERS: frozenset[Callable[[web.Request], Awaitable[web.StreamResponse]]] = frozenset(
+    {health, metrics, openapi, index}
+)
+"""Handlers that need no API key."""

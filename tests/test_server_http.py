@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -330,4 +331,39 @@ async def test_the_chat_page_is_served() -> None:
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
-    assert "/api/chat/stream" in response.text
+    assert "api/chat/stream" in response.text
+
+
+async def test_the_service_works_mounted_under_a_prefix() -> None:
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from server import create_app
+
+    async def own_route(request: web.Request) -> web.Response:
+        return web.json_response({"mine": True})
+
+    root = web.Application()
+    root.router.add_get("/", own_route)
+    root.add_subapp("/agent/", create_app(make_executor(["hello"]), KEYS))
+    server = TestServer(root, host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with httpx.AsyncClient(base_url=str(server.make_url("")), timeout=10) as client:
+            mine = await client.get("/")
+            unauthenticated = await client.post("/agent/api/chat", json={"message": "hi"})
+            answered = await client.post(
+                "/agent/api/chat",
+                json={"message": "hi"},
+                headers={"Authorization": "Bearer key-alice"},
+            )
+            health = await client.get("/agent/api/health")
+            page = await client.get("/agent/")
+    finally:
+        await server.close()
+
+    assert mine.json() == {"mine": True}
+    assert unauthenticated.status_code == 401
+    assert answered.json()["content"] == "hello"
+    assert health.status_code == 200
+    assert page.status_code == 200 and '"api/chat/stream"' in page.text
