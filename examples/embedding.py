@@ -1,7 +1,8 @@
 """Embed agent-executor in a plain asyncio program: one ``execute()``, one ``execute_stream()``.
 
-Offline on the DemoModel unless ``LLM_MODEL`` names a litellm model (``openai/gpt-4o-mini``);
-``LLM_BASE_URL`` and ``LLM_API_KEY`` point it at an OpenAI-compatible server."""
+Offline on the DemoModel unless ``LLM_MODEL`` names a model (``openai/gpt-4o-mini`` takes the
+fast OpenAI-compatible client, ``anthropic/...`` goes through litellm); ``LLM_BASE_URL`` and
+``LLM_API_KEY`` point it at an OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ from agent_executor import (
     ChatModel,
     DemoModel,
     ErrorEvent,
-    LiteLLMModel,
     MessageEvent,
     ToolEndEvent,
     ToolStartEvent,
     tool,
 )
 from agent_executor.demo_tools import DEMO_TOOLS  # the only tools the DemoModel calls
+from agent_executor.models import resolve_model
 
 USER, SESSION = "alice", "trip-1"  # one conversation: the second run sees the first
 
@@ -47,7 +48,7 @@ async def main() -> None:
     model: ChatModel = DemoModel()
     if name := os.environ.get("LLM_MODEL"):
         base, key = os.environ.get("LLM_BASE_URL"), os.environ.get("LLM_API_KEY")
-        model = LiteLLMModel(name, api_base=base, api_key=key)
+        model = resolve_model(name, api_base=base, api_key=key)
     tools = [*DEMO_TOOLS, to_fahrenheit, packing_advice]
     async with AgentExecutor(model=model, tools=tools) as executor:
         ask = "What time is it in Paris?"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
+import httpx
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -40,3 +44,50 @@ def test_embedding_example_runs_offline() -> None:
     assert "In Paris it is" in streamed and "°C" in streamed
     assert "[error]" not in out
     assert "session 'trip-1' holds 8 messages" in out
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_aiohttp_example_mounts_the_service_next_to_its_own_routes() -> None:
+    from aiohttp.test_utils import TestServer
+
+    server = TestServer(_load("aiohttp_mount").build_app(), host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with httpx.AsyncClient(base_url=str(server.make_url("")), timeout=10) as client:
+            home = await client.get("/")
+            answer = await client.post("/agent/api/chat", json={"message": "weather in Rome?"})
+            page = await client.get("/agent/")
+    finally:
+        await server.close()
+
+    assert home.text.startswith("My app.")
+    assert "In Rome it is" in answer.json()["content"]
+    assert page.status_code == 200
+
+
+async def test_the_starlette_example_forwards_the_stream_as_sse() -> None:
+    module = _load("starlette_sse")
+    transport = httpx.ASGITransport(app=module.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://example") as client:
+        response = await client.get("/chat", params={"message": "weather in Rome?"})
+
+    body = response.text
+    events = [
+        line.removeprefix("event: ") for line in body.splitlines() if line.startswith("event: ")
+    ]
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert events[-1] == "done"
+    assert "tool_start" in events
+    texts = [
+        json.loads(line.removeprefix("data: ")).get("text", "")
+        for line in body.splitlines()
+        if line.startswith('data: {"text"')
+    ]
+    assert "In Rome it is" in "".join(texts)
