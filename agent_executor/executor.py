@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ._gate import ConcurrencyGate
 from ._output import OutputFormat
 from ._run import Emit, Run, RunFailed
 from ._stream import EventStream
@@ -128,10 +128,12 @@ class AgentExecutor:
         self._max_turns = max_turns
         self._max_tool_calls = max_tool_calls
         self._request_timeout = request_timeout
-        self._queue_timeout = queue_timeout
-        self._max_queue = max_queue
-        self._queued = 0
-        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._gate = ConcurrencyGate(
+            max_concurrency,
+            max_queue=max_queue,
+            queue_timeout=queue_timeout,
+            metrics=self.metrics,
+        )
         self._tool_specs = [t.spec() for t in self.tools.values()]
         self._policy = ModelPolicy(
             retries=model_retries,
@@ -162,7 +164,7 @@ class AgentExecutor:
     @property
     def max_concurrency(self) -> int:
         """Runs that may hold a permit at once."""
-        return int(self._limiter.total_tokens)
+        return self._gate.capacity
 
     async def execute(
         self,
@@ -288,7 +290,7 @@ class AgentExecutor:
             except HookRejection as exc:
                 raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
         output = OutputFormat.resolve(run.ctx.command.response_format)
-        async with self._permit():
+        async with self._gate.permit():
             await self._prepare(run, output)
             await self._react(run, output)
 
@@ -300,43 +302,6 @@ class AgentExecutor:
                 self.metrics.guard_rejections.labels(guard.name, exc.code.value).inc()
                 logger.info("guard %s refused the run: %s", guard.name, exc.message)
                 raise RunFailed(exc.code, exc.message, exc.retry_after) from None
-
-    @asynccontextmanager
-    async def _permit(self) -> AsyncIterator[None]:
-        """Hold one of ``max_concurrency`` permits, waiting in a bounded FIFO queue for it."""
-        borrower = object()
-        try:
-            self._limiter.acquire_on_behalf_of_nowait(borrower)
-        except anyio.WouldBlock:
-            await self._wait_for_permit(borrower)
-        self.metrics.in_flight.inc()
-        try:
-            yield
-        finally:
-            self._limiter.release_on_behalf_of(borrower)
-            self.metrics.in_flight.dec()
-
-    async def _wait_for_permit(self, borrower: object) -> None:
-        if self._max_queue is not None and self._queued >= self._max_queue:
-            raise RunFailed(
-                ErrorCode.OVERLOADED,
-                f"the server is busy: {self._queued} requests are already waiting",
-            )
-        started = time.perf_counter()
-        self._queued += 1
-        self.metrics.queued.inc()
-        try:
-            with anyio.move_on_after(self._queue_timeout) as scope:
-                await self._limiter.acquire_on_behalf_of(borrower)
-        finally:
-            self._queued -= 1
-            self.metrics.queued.dec()
-            self.metrics.queue_wait.observe(time.perf_counter() - started)
-        if scope.cancelled_caught:
-            raise RunFailed(
-                ErrorCode.OVERLOADED,
-                f"the server is busy: no capacity within {self._queue_timeout} s",
-            )
 
     async def _prepare(self, run: Run, output: OutputFormat | None) -> None:
         command = run.ctx.command
