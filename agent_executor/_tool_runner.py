@@ -6,6 +6,7 @@ timeout) becomes the call's result text, given back to the model; only cancellat
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -199,12 +200,23 @@ class ToolRunner:
         with anyio.move_on_after(timeout) as scope:
             try:
                 value = await tool.invoke(arguments)
-            except Exception as exc:
-                logger.warning("tool %s raised %s", call.name, exc, exc_info=exc)
-                return "error", f"{type(exc).__name__}: {exc}"
+            except (Exception, SystemExit) as exc:  # SystemExit: sys.exit(), argparse errors
+                description = _describe(exc)
+                logger.warning("tool %s raised %s", call.name, description, exc_info=exc)
+                return "error", description
+            except anyio.get_cancelled_exc_class():
+                if scope.cancel_called or _cancel_requested():
+                    raise  # the tool's timeout (reported below), or the run is cancelled
+                # The tool raised CancelledError on its own: its failure, not the run's.
+                logger.warning("tool %s raised CancelledError without being cancelled", call.name)
+                return "error", "CancelledError: the tool was cancelled from inside"
         if scope.cancelled_caught:
             return "timeout", f"{call.name} did not finish within {timeout} s"
-        return "success", serialize_result(value)
+        try:
+            return "success", serialize_result(value)
+        except Exception as exc:
+            logger.warning("the result of tool %s cannot be serialised: %s", call.name, exc)
+            return "error", f"the result of {call.name} could not be serialised: {_describe(exc)}"
 
     async def _screen(self, tool: str, status: ToolStatus, result: str) -> tuple[ToolStatus, str]:
         """Let guards check the result for injected instructions before the model sees it."""
@@ -309,6 +321,21 @@ class ToolBatch:
             if record is not None:
                 run.records.append(record)
                 run.add(ToolMessage(tool_call_id=call.id, name=call.name, content=record.result))
+
+
+def _cancel_requested() -> bool:
+    """Whether someone asked to cancel the current task (always true before Python 3.11, which
+    cannot tell: a cancellation is then never mistaken for a tool's own error)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is None or cancelling() > 0
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return f"{type(exc).__name__}: (its message cannot be shown)"
 
 
 def _loose_arguments(raw: str) -> dict[str, object]:

@@ -212,7 +212,7 @@ def _query(request: web.Request) -> dict[str, Any] | web.Response:
     if "metadata" in data:
         try:
             data["metadata"] = json.loads(data["metadata"])
-        except ValueError:
+        except (ValueError, RecursionError):
             return json_error(400, "metadata: must be a JSON object")
     return data
 
@@ -223,6 +223,8 @@ async def _body(request: web.Request) -> dict[str, Any] | web.Response:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         return json_error(400, f"the body is not valid JSON: {exc}")
+    except RecursionError:
+        return json_error(400, "the body is not valid JSON: it is nested too deeply")
     if not isinstance(data, dict):
         return json_error(400, "the body must be a JSON object")
     return data

@@ -141,6 +141,19 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
+_SSE_EVENT: dict[str, Any] = {
+    "description": "One event of the stream (SPEC section 3); `data` is text or, with "
+    "`events=json`, a JSON object. Heartbeat comments are not events.",
+    "type": "object",
+    "required": ["event", "data", "id"],
+    "properties": {
+        "event": {"enum": ["message", "tool_start", "tool_end", "error", "done"]},
+        "data": {"type": "string"},
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+    },
+}
+
+
 def openapi_document() -> dict[str, Any]:
     """OpenAPI 3.1 description of the JSON endpoints, generated from the models above."""
     _, schemas = models_json_schema(
@@ -164,10 +177,31 @@ def openapi_document() -> dict[str, Any]:
         "401": error("Missing or wrong API key"),
         "413": error("Body too large"),
     }
+
+    def failed_run(description: str, *, or_error: bool = False) -> dict[str, Any]:
+        schema: dict[str, Any] = ref("AgentResult")
+        if or_error:
+            schema = {"anyOf": [ref("ErrorResponse"), ref("AgentResult")]}
+        return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+    chat_failures = {
+        "400": failed_run(
+            "Invalid request ({error: str}), or a run refused as invalid_input or "
+            "injection_detected (its AgentResult)",
+            or_error=True,
+        ),
+        "403": failed_run("The run was refused by a hook (hook_rejected)"),
+        "422": failed_run("No answer in the requested format (unsupported_format)"),
+        "429": failed_run("Rate limited (rate_limited); see Retry-After"),
+        "500": failed_run("Internal error", or_error=True),
+        "502": failed_run("The model failed (llm_error)"),
+        "503": failed_run("No capacity (overloaded)"),
+        "504": failed_run("The run did not finish in time (timeout)"),
+    }
     chat_body = {"required": True, "content": {"application/json": {"schema": ref("ChatRequest")}}}
     sse = {
         "description": "Server-Sent Events: message, tool_start, tool_end, error, done",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"text/event-stream": {"itemSchema": ref("ServerSentEvent")}},
     }
     query = [
         {"name": name, "in": "query", "required": name == "message", "schema": {"type": "string"}}
@@ -188,6 +222,7 @@ def openapi_document() -> dict[str, Any]:
                             "content": {"application/json": {"schema": ref("AgentResult")}},
                         },
                         **bad,
+                        **chat_failures,
                     },
                 }
             },
@@ -263,5 +298,5 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
         },
-        "components": {"schemas": components},
+        "components": {"schemas": {**components, "ServerSentEvent": _SSE_EVENT}},
     }

@@ -1,0 +1,1 @@
+"""Reliability tests: faults, fuzzing, leaks, overload and soak (issue 7, docs/reliability.md)."""
