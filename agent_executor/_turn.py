@@ -264,6 +264,7 @@ def _release(text: str, output: TurnOutput) -> None:
 
 async def _close(stream: AsyncIterator[Any]) -> None:
     aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        with anyio.move_on_after(5, shield=True):
-            await aclose()
+    if aclose is None or getattr(stream, "ag_frame", True) is None:
+        return  # nothing to close, or an async generator that has already finished
+    with anyio.move_on_after(5, shield=True):
+        await aclose()

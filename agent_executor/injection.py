@@ -618,6 +618,10 @@ def _compile_rules() -> tuple[_Rule, ...]:
 
 
 _RULES = _compile_rules()
+# One pass per view decides whether any rule can match at all; most messages match none, and
+# then the per-rule scans (dozens of patterns) are skipped.
+_ANY_ON_WORDS = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in _RULES if r.on_words))
+_ANY_ON_NORM = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in _RULES if not r.on_words))
 
 # Key phrases matched in the letters-only text (catches "i g n o r e", "i.g.n.o.r.e", ...).
 _COMPACT: tuple[tuple[str, float, re.Pattern[str]], ...] = (
@@ -699,6 +703,8 @@ def _keep_max(weights: dict[str, float], category: str, weight: float) -> None:
 
 
 def _match_rules(norm: str, words: str) -> Iterator[tuple[str, float, int, int]]:
+    if not _ANY_ON_WORDS.search(words) and not _ANY_ON_NORM.search(norm):
+        return
     for rule in _RULES:
         view = words if rule.on_words else norm
         for match in rule.pattern.finditer(view):
