@@ -21,6 +21,7 @@ from . import routes
 from .errors import error_for
 from .openai_api import add_openai_routes
 from .settings import Settings
+from .sse import StreamMonitor
 from .state import (
     AGENTS,
     AUTH_USER,
@@ -71,9 +72,13 @@ def create_app(
     app[TRUSTED_PROXIES] = tuple(
         ipaddress.ip_network(item, strict=False) for item in settings.trusted_proxies
     )
-    state = ServiceState(metrics=agents.by_name[agents.default].metrics)
+    interval = min(settings.heartbeat_seconds, settings.write_timeout_seconds / 2, 1.0)
+    state = ServiceState(
+        metrics=agents.by_name[agents.default].metrics, monitor=StreamMonitor(interval)
+    )
     state.streams_idle.set()
     app[STATE] = state
+    app.on_startup.append(_start_monitor)
     routes.add_routes(app)
     add_openai_routes(app)
     app.on_shutdown.append(_drain_streams)
@@ -203,6 +208,11 @@ async def _drain_streams(app: web.Application) -> None:
             logger.warning("%d streams did not end at shutdown", len(state.streams))
 
 
+async def _start_monitor(app: web.Application) -> None:
+    app[STATE].monitor.start()
+
+
 async def _close_agents(app: web.Application) -> None:
+    await app[STATE].monitor.stop()
     for executor in app[AGENTS].by_name.values():
         await executor.aclose()

@@ -39,6 +39,7 @@ __all__ = [
     "EventEncoder",
     "EventMode",
     "SSEWriter",
+    "StreamMonitor",
     "encode_data",
     "frame",
 ]
@@ -141,14 +142,21 @@ class AgentEventEncoder:
 
 
 class SSEWriter:
-    """Streams one run's events to one client, with heartbeats and disconnect detection.
+    """Streams one run's events to one client.
 
     ``pump`` returns when the run has ended (after its ``done``), the client has gone away
     (``disconnected``), or :meth:`stop` was called (``stopped``, e.g. at shutdown; the caller
-    then sends its own closing events). A client that stops reading cannot make the server
-    buffer without bound: once one write has waited ``write_timeout_seconds`` for the client to
-    take data, the connection is cut (``slow_reader``) and a warning is logged.
+    then sends its own closing events). Heartbeats, vanished clients and stalled readers are
+    the :class:`StreamMonitor`'s business (one task for all streams, not one per stream): a
+    client that stops reading cannot make the server buffer without bound, because once one
+    write has waited ``write_timeout_seconds`` the connection is cut (``slow_reader``).
     """
+
+    __slots__ = (
+        "_done_written", "_encoder", "_heartbeat", "_heartbeat_task", "_last_write", "_request",
+        "_response", "_scope", "_write_timeout", "_writing_since", "disconnected", "done_sent",
+        "slow_reader", "stopped",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -165,8 +173,7 @@ class SSEWriter:
         self._last_write = time.monotonic()
         self._write_timeout = write_timeout_seconds
         self._writing_since: float | None = None
-        self._ended = False
-        self._wake: asyncio.Future[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
         self._scope: anyio.CancelScope | None = None
         self._done_written = False
         self.done_sent = False
@@ -186,18 +193,15 @@ class SSEWriter:
         async with aclosing(events):  # type: ignore[type-var]
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._keepalive, scope)
-                    try:
-                        async for event in events:
-                            more = drain() if drain is not None else None
-                            if more:
-                                await self._write(b"".join([encode(event), *map(encode, more)]))
-                            else:
-                                await self._write(encode(event))
-                    except ConnectionResetError:
-                        self.disconnected = True
-                    self._wake_keepalive()
+                try:
+                    async for event in events:
+                        more = drain() if drain is not None else None
+                        if more:
+                            await self._write(b"".join([encode(event), *map(encode, more)]))
+                        else:
+                            await self._write(encode(event))
+                except ConnectionResetError:
+                    self.disconnected = True
 
     def stop(self) -> None:
         """End ``pump`` now (the run is cancelled); the caller writes the closing events."""
@@ -208,6 +212,21 @@ class SSEWriter:
     async def send(self, event: AgentEvent) -> None:
         """Write one event."""
         await self._write(self._encode(event))
+
+    def check(self, now: float) -> None:
+        """The monitor's visit: end the stream if the client is gone or has stopped reading,
+        else send a heartbeat if nothing was written for a while."""
+        transport = self._request.transport
+        if transport is None or transport.is_closing():
+            self._end(disconnected=True)
+            return
+        writing_since = self._writing_since
+        if writing_since is not None:
+            if now - writing_since > self._write_timeout:
+                self._cut_slow_reader(transport)
+            return
+        if now - self._last_write >= self._heartbeat and self._heartbeat_task is None:
+            self._heartbeat_task = asyncio.get_running_loop().create_task(self._beat())
 
     def _encode(self, event: AgentEvent) -> bytes:
         if type(event) is DoneEvent:
@@ -223,11 +242,18 @@ class SSEWriter:
         if self._done_written:
             self.done_sent = True
 
-    def _wake_keepalive(self) -> None:
-        self._ended = True
-        wake = self._wake
-        if wake is not None:
-            _resolve(wake)
+    async def _beat(self) -> None:
+        try:
+            await self._write(HEARTBEAT)
+        except ConnectionResetError:
+            self._end(disconnected=True)
+        finally:
+            self._heartbeat_task = None
+
+    def _end(self, *, disconnected: bool) -> None:
+        self.disconnected = self.disconnected or disconnected
+        if self._scope is not None:
+            self._scope.cancel()
 
     def _cut_slow_reader(self, transport: asyncio.Transport) -> None:
         logger.warning(
@@ -236,50 +262,38 @@ class SSEWriter:
             self._write_timeout,
             self._request.get(REQUEST_ID),
         )
-        self.slow_reader = self.disconnected = True
+        self.slow_reader = True
         transport.abort()
-
-    async def _keepalive(self, scope: anyio.CancelScope) -> None:
-        """Heartbeat when idle; end the stream as soon as the client's connection is gone.
-
-        With ``handler_cancellation`` (the CLI and aiohttp's test server enable it) aiohttp
-        cancels the handler the moment the client leaves; the check here covers apps run
-        without it, within a second.
-        """
-        check = min(self._heartbeat, self._write_timeout / 2, 1.0)
-        loop = asyncio.get_running_loop()
-        while not self._ended:
-            # A plain timer future, not a cancel scope: ending the stream wakes it without
-            # raising anything (no exception objects per stream for the garbage collector).
-            self._wake = waiter = loop.create_future()
-            timer = loop.call_later(check, _resolve, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-            if self._ended:
-                return
-            transport = self._request.transport
-            if transport is None or transport.is_closing():
-                self.disconnected = True
-                scope.cancel()
-                return
-            writing_since = self._writing_since
-            if writing_since is not None:
-                if time.monotonic() - writing_since > self._write_timeout:
-                    self._cut_slow_reader(transport)
-                    scope.cancel()
-                    return
-                continue
-            if time.monotonic() - self._last_write >= self._heartbeat:
-                try:
-                    await self._write(HEARTBEAT)
-                except ConnectionResetError:
-                    self.disconnected = True
-                    scope.cancel()
-                    return
+        self._end(disconnected=True)
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+class StreamMonitor:
+    """One task watching every open stream, every ``interval`` seconds: heartbeats when idle,
+    streams of vanished clients ended, stalled readers cut.
+
+    With ``handler_cancellation`` (the CLI and aiohttp's test server enable it) aiohttp cancels a
+    handler the moment its client leaves; the monitor covers apps run without it, within
+    ``interval``.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.writers: set[SSEWriter] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            now = time.monotonic()
+            for writer in list(self.writers):
+                writer.check(now)

@@ -16,7 +16,7 @@ from agent_executor.metrics import Metrics
 
 from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings
-from .sse import SSEWriter
+from .sse import SSEWriter, StreamMonitor
 
 __all__ = [
     "AGENTS",
@@ -49,10 +49,15 @@ class ServiceState:
     """What the running service tracks: start time, metrics and the open streams."""
 
     metrics: Metrics
+    monitor: StreamMonitor
     started_monotonic: float = field(default_factory=time.monotonic)
-    streams: set[SSEWriter] = field(default_factory=set)
     streams_idle: asyncio.Event = field(default_factory=asyncio.Event)
     shutting_down: bool = False
+
+    @property
+    def streams(self) -> set[SSEWriter]:
+        """The open streams (the monitor's set)."""
+        return self.monitor.writers
 
 
 TRUSTED_PROXIES = web.AppKey(
