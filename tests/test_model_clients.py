@@ -48,20 +48,6 @@ def get_time(zone: str) -> str:
     return f"noon in {zone}"
 
 
-CLIENTS = ["litellm", "fast"]
-
-
-@pytest.fixture(params=CLIENTS)
-def client(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as fake:
-        yield fake
-
-
 _open: list[AgentExecutor] = []
 
 

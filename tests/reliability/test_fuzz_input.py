@@ -33,11 +33,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry
-
-from agent_executor import AgentExecutor, DemoModel, InjectionGuard, InputValidationGuard
-from agent_executor.demo_tools import DEMO_TOOLS
-from server import create_app
 
 from .sse_parser import parse
 from .support import ThreadedApp
@@ -61,21 +56,6 @@ def _report() -> Iterator[None]:
     print(f"\nfuzz outcomes ({sum(OUTCOMES.values())} requests):")
     for outcome, count in sorted(OUTCOMES.items()):
         print(f"  {outcome}: {count}")
-
-
-@pytest.fixture(scope="module")
-def app() -> Iterator[ThreadedApp]:
-    def make() -> Any:
-        executor = AgentExecutor(
-            model=DemoModel(word_delay=0),
-            tools=DEMO_TOOLS,
-            guards=[InputValidationGuard(), InjectionGuard()],
-            metrics=CollectorRegistry(),
-        )
-        return create_app(executor)
-
-    with ThreadedApp(make) as served:
-        yield served
 
 
 # --------------------------------------------------------------------------- strategies

@@ -43,18 +43,6 @@ from ..helpers import collect, sample
 from .support import history_problems
 
 MODEL = "openai/test-model"
-CLIENTS = ["litellm", "fast"]
-
-
-@pytest.fixture(params=CLIENTS)
-def client(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as fake:
-        yield fake
 
 
 class Recorder:

@@ -14,17 +14,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from prometheus_client import CollectorRegistry
-
-from agent_executor import AgentExecutor, DemoModel, InjectionGuard, InputValidationGuard
-from agent_executor.demo_tools import DEMO_TOOLS
-from server import create_app
 
 from .support import ThreadedApp
 
@@ -33,21 +26,6 @@ jsonschema = pytest.importorskip("jsonschema")
 
 EXAMPLES = 100
 SEED = 1
-
-
-@pytest.fixture(scope="module")
-def app() -> Iterator[ThreadedApp]:
-    def make() -> Any:
-        executor = AgentExecutor(
-            model=DemoModel(word_delay=0),
-            tools=DEMO_TOOLS,
-            guards=[InputValidationGuard(), InjectionGuard()],
-            metrics=CollectorRegistry(),
-        )
-        return create_app(executor)
-
-    with ThreadedApp(make) as served:
-        yield served
 
 
 def schemathesis(app: ThreadedApp, workdir: Path, *checks: str) -> subprocess.CompletedProcess[str]:
