@@ -25,12 +25,13 @@ import contextlib
 import itertools
 import json
 import math
-import socket
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from aiohttp import web
+
+from .local import serve_locally
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -437,15 +438,7 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/chat/completions", self._handle)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, 0))
-        self._port = int(sock.getsockname()[1])
-        site = web.SockSite(runner, sock)
-        await site.start()
-        self._runner = runner
+        self._runner, self._port = await serve_locally(app, self._host)
 
     async def stop(self) -> None:
         self._stopping.set()

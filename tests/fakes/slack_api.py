@@ -20,13 +20,14 @@ the text as ``markdown_text`` (slack-sdk 3.37 to 3.39) or as ``chunks`` (3.40 an
 from __future__ import annotations
 
 import itertools
-import socket
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+from .local import serve_locally
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -103,14 +104,7 @@ class FakeSlackAPI:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._port = int(sock.getsockname()[1])
-        await web.SockSite(runner, sock).start()
-        self._runner = runner
+        self._runner, self._port = await serve_locally(app)
 
     async def stop(self) -> None:
         if self._runner is not None:
