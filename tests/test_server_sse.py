@@ -285,3 +285,53 @@ async def test_a_client_that_reads_nothing_gets_cut_off(caplog: pytest.LogCaptur
     assert (
         sample(registry, "agent_executor_requests_total", mode="stream", outcome="cancelled") == 1
     )
+
+
+async def test_a_hook_blocks_a_dangerous_tool_through_the_service() -> None:
+    from agent_executor import Hook, HookRejection, RunContext, ToolCall
+
+    @tool
+    def delete_everything() -> str:
+        """Dangerous."""
+        return "deleted"
+
+    class Blocker(Hook):
+        async def before_tool_call(self, ctx: RunContext, call: ToolCall) -> None:
+            if call.name == "delete_everything":
+                raise HookRejection("not without a human")
+
+    executor = make_executor(
+        [tool_turn(call("delete_everything", id="c1")), text_turn("I was not allowed to.")],
+        [delete_everything],
+        hooks=[Blocker()],
+    )
+
+    async with serve(executor) as client:
+        response = await client.post("/api/chat/stream", json={"message": "go", "events": "json"})
+
+    frames = [f for f in response.text.split("\n\n") if f]
+    events = [dict(line.split(": ", 1) for line in frame.split("\n")) for frame in frames]
+    ends = [json.loads(e["data"]) for e in events if e["event"] == "tool_end"]
+    assert ends[0]["status"] == "rejected"
+    done = json.loads(events[-1]["data"])
+    assert done["finish_reason"] == "stop"
+    assert done["tool_calls"][0]["result"] == "the call was refused: not without a human"
+
+
+async def test_the_output_guard_redacts_the_sse_stream() -> None:
+    from agent_executor import OutputGuard
+
+    key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t"
+    chunks = [ModelChunk(text=piece) for piece in ("Your key: ", key[:9], key[9:], " done")]
+    executor = make_executor([chunks], output_guard=OutputGuard())
+
+    async with serve(executor) as client:
+        response = await client.post("/api/chat/stream", json={"message": "key?"})
+
+    assert "Ab3d" not in response.text and "sk-proj" not in response.text
+    texts = [
+        line.removeprefix("data: ")
+        for line in response.text.split("\n")
+        if line.startswith("data: ")
+    ]
+    assert "".join(texts) == "Your key: [redacted] done"
