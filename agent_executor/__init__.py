@@ -8,7 +8,7 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 from ._stream import EventStream
 from ._version import __version__
 from .command import AgentCommand
-from .context import RunContext
+from .context import RunContext, current_run_context
 from .errors import (
     AgentExecutorError,
     ConfigurationError,
@@ -116,6 +116,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "__version__",
+    "current_run_context",
     "event_adapter",
     "install_log_context",
     "log_context",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .command import AgentCommand
 from .results import ToolCallRecord
 
-__all__ = ["RunContext"]
+__all__ = ["RunContext", "current_run_context"]
 
 
 @dataclass(slots=True)
@@ -17,13 +19,16 @@ class RunContext:
 
     One context lives for the whole run; ``command`` is the command after
     ``before_agent_start`` hooks (they may replace it). ``client_address`` is the caller's
-    network address when the service knows it (rate limits fall back to it).
+    network address when the service knows it (rate limits fall back to it);
+    ``request_headers`` are the HTTP request's headers in the service (tools that call other
+    services pass on the ones they allow, e.g. ``RestTool``).
     """
 
     command: AgentCommand
     request_id: str
     mode: Literal["stream", "execute"]
     client_address: str | None = None
+    request_headers: Mapping[str, str] = field(default_factory=dict)
     turn: int = 0
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
 
@@ -36,3 +41,11 @@ class RunContext:
     def session_id(self) -> str | None:
         """The conversation the run belongs to (``command.session_id``)."""
         return self.command.session_id
+
+
+_current: ContextVar[RunContext | None] = ContextVar("agent_executor_run", default=None)
+
+
+def current_run_context() -> RunContext | None:
+    """The context of the run this code runs in (tools, hooks, guards), or ``None`` outside one."""
+    return _current.get()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -25,6 +26,7 @@ from ._tool_runner import Refusal, ToolLimits, ToolRunner
 from ._turn import ModelPolicy, TurnMetrics, TurnOutput, stream_turn
 from .command import AgentCommand
 from .context import RunContext
+from .context import _current as _current_run
 from .errors import ConfigurationError, ErrorCode, GuardRejection, HookRejection, ModelError
 from .events import AgentEvent, ErrorEvent, ToolEndEvent
 from .guards import Guard, ToolResultScreen
@@ -60,6 +62,15 @@ _SERVER_SIDE_FAILURES = frozenset(
     )
 )
 """Outcomes logged as warnings; refusals of the caller's input are routine (info)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Caller:
+    """Who asked for a run: the request id, network address and HTTP headers, when known."""
+
+    request_id: str | None
+    address: str | None
+    headers: Mapping[str, str] | None
 
 
 def _drop(event: AgentEvent) -> None:
@@ -172,13 +183,16 @@ class AgentExecutor:
         *,
         request_id: str | None = None,
         client_address: str | None = None,
+        request_headers: Mapping[str, str] | None = None,
     ) -> AgentResult:
         """Run to the end and return the result; failures come back as ``success=False``.
 
         ``request_id`` names the run in logs (one is generated otherwise); ``client_address``
-        is the caller's address, for guards such as rate limits.
+        is the caller's address, for guards such as rate limits; ``request_headers`` are the
+        caller's HTTP headers, for tools that pass some on (see ``RestTool``).
         """
-        run = await self._run(command, "execute", _drop, request_id, client_address)
+        caller = _Caller(request_id, client_address, request_headers)
+        run = await self._run(command, "execute", _drop, caller)
         return run.result()
 
     def execute_stream(
@@ -187,6 +201,7 @@ class AgentExecutor:
         *,
         request_id: str | None = None,
         client_address: str | None = None,
+        request_headers: Mapping[str, str] | None = None,
     ) -> EventStream:
         """Yield the run's events as they happen; the last one is always a ``DoneEvent``.
 
@@ -194,9 +209,8 @@ class AgentExecutor:
         (``break``, ``aclose()``, cancelling the consuming task) cancels the run: running tools
         are cancelled and the permit is released. The run starts at the first ``__anext__``.
         """
-        return EventStream(
-            lambda emit: self._run(command, "stream", emit, request_id, client_address)
-        )
+        caller = _Caller(request_id, client_address, request_headers)
+        return EventStream(lambda emit: self._run(command, "stream", emit, caller))
 
     async def aclose(self) -> None:
         """Release what the model holds (HTTP sessions); the executor is unusable afterwards."""
@@ -210,21 +224,24 @@ class AgentExecutor:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _run(
-        self,
-        command: AgentCommand,
-        mode: Mode,
-        emit: Emit,
-        request_id: str | None,
-        client_address: str | None = None,
-    ) -> Run:
+    async def _run(self, command: AgentCommand, mode: Mode, emit: Emit, caller: _Caller) -> Run:
         ctx = RunContext(
             command=command,
-            request_id=request_id or uuid.uuid4().hex,
+            request_id=caller.request_id or uuid.uuid4().hex,
             mode=mode,
-            client_address=client_address,
+            client_address=caller.address,
+            request_headers=caller.headers or {},
         )
         run = Run(ctx, emit)
+        token = _current_run.set(ctx)
+        try:
+            await self._traced_run(run, command, mode)
+        finally:
+            _current_run.reset(token)
+        return run
+
+    async def _traced_run(self, run: Run, command: AgentCommand, mode: Mode) -> None:
+        ctx = run.ctx
         attributes = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": self.name,
@@ -248,7 +265,6 @@ class AgentExecutor:
                 raise
             await self._finish(run)
             self._trace_outcome(span, run)
-        return run
 
     async def _guarded_drive(self, run: Run) -> None:
         """Drive the run under its deadline; every failure but cancellation becomes its error."""

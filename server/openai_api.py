@@ -123,13 +123,19 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return openai_error(503, "the server is shutting down", **{"Retry-After": "5"})
     if not body.stream:
         result = await executor.execute(
-            command, request_id=request_id, client_address=client_address(request)
+            command,
+            request_id=request_id,
+            client_address=client_address(request),
+            request_headers=request.headers,
         )
         if result.error is not None:
             return _run_error(result.error)
         return web.json_response(_completion(request_id, body.model, result.content, result.usage))
     events = executor.execute_stream(
-        command, request_id=request_id, client_address=client_address(request)
+        command,
+        request_id=request_id,
+        client_address=client_address(request),
+        request_headers=request.headers,
     )
     first = await anext(events, None)
     if isinstance(first, ErrorEvent):

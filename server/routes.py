@@ -68,7 +68,10 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
     if request.app[STATE].shutting_down:
         return json_error(503, "the server is shutting down", **{"Retry-After": "5"})
     events = executor.execute_stream(
-        command, request_id=request[REQUEST_ID], client_address=client_address(request)
+        command,
+        request_id=request[REQUEST_ID],
+        client_address=client_address(request),
+        request_headers=request.headers,
     )
     return await stream_events(request, events, AgentEventEncoder(chat_request.events))
 
@@ -131,7 +134,10 @@ async def chat(request: web.Request) -> web.Response:
         return parsed
     _, executor, command = parsed
     result = await executor.execute(
-        command, request_id=request[REQUEST_ID], client_address=client_address(request)
+        command,
+        request_id=request[REQUEST_ID],
+        client_address=client_address(request),
+        request_headers=request.headers,
     )
     headers = {"X-Request-Id": request[REQUEST_ID]}
     if result.error is not None and result.error.retry_after is not None:
