@@ -7,7 +7,8 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 
 from ._stream import EventStream
 from ._version import __version__
-from .command import AgentCommand
+from .approvals import ASK_USER, Approval, PendingRun, PendingRunStore
+from .command import AgentCommand, ClientTool
 from .context import RunContext, current_run_context
 from .errors import (
     AgentExecutorError,
@@ -20,9 +21,11 @@ from .errors import (
 )
 from .events import (
     AgentEvent,
+    ApprovalRequiredEvent,
     DoneEvent,
     ErrorEvent,
     MessageEvent,
+    ToolCallEvent,
     ToolEndEvent,
     ToolStartEvent,
     event_adapter,
@@ -55,20 +58,25 @@ from .models import (
 )
 from .output_guard import OutputGuard
 from .ratelimit import InMemoryRateLimitStorage, RateLimitGuard, RateLimitStorage
-from .results import AgentResult, ErrorInfo, ToolCallRecord
-from .tools import FunctionTool, Tool, tool
+from .results import AgentResult, ErrorInfo, PendingApproval, ToolCallRecord
+from .tool_results import ToolResults
+from .tools import FrontendTool, FunctionTool, Tool, tool
 
 install_log_context()
 
 __all__ = [
+    "ASK_USER",
     "AgentCommand",
     "AgentEvent",
     "AgentExecutor",
     "AgentExecutorError",
     "AgentResult",
+    "Approval",
+    "ApprovalRequiredEvent",
     "AssistantMessage",
     "AuditLogHook",
     "ChatModel",
+    "ClientTool",
     "ConfigurationError",
     "ConversationStore",
     "DemoModel",
@@ -77,6 +85,7 @@ __all__ = [
     "ErrorEvent",
     "ErrorInfo",
     "EventStream",
+    "FrontendTool",
     "FunctionTool",
     "Guard",
     "GuardRejection",
@@ -97,6 +106,9 @@ __all__ = [
     "ModelResponse",
     "OpenAICompatModel",
     "OutputGuard",
+    "PendingApproval",
+    "PendingRun",
+    "PendingRunStore",
     "RateLimitGuard",
     "RateLimitStorage",
     "RunContext",
@@ -108,10 +120,12 @@ __all__ = [
     "ToolAllowlistHook",
     "ToolCall",
     "ToolCallDelta",
+    "ToolCallEvent",
     "ToolCallRecord",
     "ToolEndEvent",
     "ToolMessage",
     "ToolResultScreen",
+    "ToolResults",
     "ToolStartEvent",
     "Usage",
     "UserMessage",

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .context import RunContext
 from .errors import ErrorCode
 from .events import AgentEvent, DoneEvent
-from .messages import Message, Usage
-from .results import AgentResult, ErrorInfo, FinishReason, ToolCallRecord
+from .messages import Message, ToolCall, Usage
+from .results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
+from .tools import Tool
 
 __all__ = ["Emit", "PendingCall", "Run", "RunFailed"]
 
@@ -39,6 +40,7 @@ class Run:
     """Everything a run accumulates: messages, text, usage, tool calls, outcome."""
 
     __slots__ = (
+        "awaiting_approval",
         "cancelled",
         "ctx",
         "emit",
@@ -51,10 +53,13 @@ class Run:
         "new_messages",
         "output",
         "pending",
+        "pending_approvals",
         "repaired",
         "started",
         "texts",
         "tool_calls_made",
+        "tool_specs",
+        "tools",
         "turns",
         "usage",
     )
@@ -78,6 +83,10 @@ class Run:
         self.pending: dict[str, PendingCall] = {}
         self.last_call_key: tuple[str, str] | None = None
         self.identical_streak = 0
+        self.tools: Mapping[str, Tool] = {}
+        self.tool_specs: list[dict[str, Any]] = []
+        self.awaiting_approval: list[ToolCall] = []
+        self.pending_approvals: list[PendingApproval] = []
 
     @property
     def records(self) -> list[ToolCallRecord]:
@@ -110,6 +119,7 @@ class Run:
             tool_calls=list(self.records),
             duration_ms=self.duration_ms(),
             output=self.output,
+            pending_approvals=list(self.pending_approvals),
         )
 
     def result(self) -> AgentResult:
@@ -123,4 +133,5 @@ class Run:
             duration_ms=self.duration_ms(),
             finish_reason=self.finish_reason,
             output=self.output,
+            pending_approvals=list(self.pending_approvals),
         )

@@ -1,6 +1,6 @@
 """Running one turn's tool calls: limits, hooks, validation, timeouts, events, records.
 
-Every outcome a model can recover from (unknown tool, bad arguments, a refusal, a failure, a
+Every outcome a model can recover from (unknown tool, bad arguments, a decision, a failure, a
 timeout) becomes the call's result text, given back to the model; only cancellation escapes.
 """
 
@@ -12,22 +12,24 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ._run import PendingCall, Run
 from .errors import HookRejection
-from .events import ToolEndEvent, ToolStartEvent
+from .events import ToolCallEvent, ToolEndEvent, ToolStartEvent
 from .guards import ToolResultScreen
 from .hooks import _HookChain
 from .messages import ToolCall, ToolMessage
 from .metrics import Metrics
 from .results import ToolCallRecord, ToolStatus
-from .tools import Tool, ToolArgumentsError, serialize_result
+from .tool_results import ClientToolError, ToolResults
+from .tools import FrontendTool, Tool, ToolArgumentsError, serialize_result
 from .tracing import Tracing
 
-__all__ = ["Refusal", "ToolBatch", "ToolLimits", "ToolRunner"]
+__all__ = ["Decision", "ToolBatch", "ToolLimits", "ToolRunner"]
 
 logger = logging.getLogger("agent_executor.tools")
 
@@ -43,8 +45,9 @@ class ToolLimits:
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
-    """A call decided against before it runs, with the reason the model is given."""
+class Decision:
+    """A call decided before it runs: refused (with the reason the model is given), or settled
+    otherwise (an ``ask_user`` answer is a ``success`` whose ``reason`` is the answer)."""
 
     status: ToolStatus
     reason: str
@@ -62,15 +65,16 @@ class ToolRunner:
         metrics: Metrics,
         screens: Sequence[ToolResultScreen] = (),
         tracing: Tracing | None = None,
+        tool_results: ToolResults | None = None,
     ) -> None:
         self.tools = tools
+        self._tool_results = ToolResults() if tool_results is None else tool_results
         self._screens = tuple(screens)
-        self._tracing = tracing or Tracing(None)
+        self._tracing = Tracing(None) if tracing is None else tracing
         self.has_eager = any(tool.eager for tool in tools.values())
         self._limits = limits
         self._hooks = hooks
         self._metrics = metrics
-        self._available = ", ".join(sorted(tools)) or "(none)"
 
     def batch(self, run: Run, task_group: TaskGroup, max_calls: int | None) -> ToolBatch:
         """A batch for one model turn's calls, run as tasks of ``task_group``."""
@@ -81,15 +85,24 @@ class ToolRunner:
         run: Run,
         calls: Sequence[ToolCall],
         max_calls: int | None,
-        refusal: Refusal | None = None,
+        decision: Decision | None = None,
+        *,
+        decided: Mapping[str, Decision | None] | None = None,
     ) -> bool:
-        """Run a finished turn's calls concurrently; true if ``max_calls`` refused one."""
+        """Run a finished turn's calls concurrently; true if ``max_calls`` refused one.
+
+        ``decided`` settles calls of a resumed run by id: a :class:`Decision`, or ``None`` for
+        an approved call, which then runs.
+        """
         batch: ToolBatch | None = None
         try:
             async with anyio.create_task_group() as tg:
                 batch = self.batch(run, tg, max_calls)
                 for call in calls:
-                    batch.start(call, refusal)
+                    if decided is None:
+                        batch.start(call, decision)
+                    else:
+                        batch.start(call, decided[call.id], approved=True)
         finally:
             # Calls that finished are recorded even when the turn is cut short (a timeout).
             if batch is not None:
@@ -97,20 +110,20 @@ class ToolRunner:
         assert batch is not None
         return batch.limit_hit
 
-    def plan(self, run: Run, call: ToolCall, max_calls: int | None) -> Refusal | None:
+    def plan(self, run: Run, call: ToolCall, max_calls: int | None) -> Decision | None:
         """Refuse a call past ``max_calls`` or repeated identically too many times in a row."""
         key = (call.name, _canonical(call.arguments))
         run.identical_streak = run.identical_streak + 1 if key == run.last_call_key else 1
         run.last_call_key = key
         limit = self._limits.max_identical_calls
         if limit and run.identical_streak > limit:
-            return Refusal(
+            return Decision(
                 "rejected",
                 f"refused: {call.name} was already called {limit} times in a row "
                 "with the same arguments; use the result you already have",
             )
         if max_calls is not None and run.tool_calls_made >= max_calls:
-            return Refusal(
+            return Decision(
                 "rejected",
                 f"max_tool_calls ({max_calls}) reached: this call was not "
                 "run; answer with the information you have",
@@ -123,7 +136,7 @@ class ToolRunner:
         self,
         run: Run,
         call: ToolCall,
-        refusal: Refusal | None,
+        decision: Decision | None,
         limiter: anyio.CapacityLimiter,
         records: dict[str, ToolCallRecord],
     ) -> None:
@@ -134,7 +147,7 @@ class ToolRunner:
             "gen_ai.tool.call.id": call.id,
         }
         with self._tracing.span(f"execute_tool {call.name}", attributes) as span:
-            status = await self._run_one(run, call, refusal, limiter, records)
+            status = await self._run_one(run, call, decision, limiter, records)
             self._tracing.set(span, {"agent_executor.tool.status": status})
             if status != "success":
                 self._tracing.fail(span, status, records[call.id].result[:200])
@@ -143,16 +156,16 @@ class ToolRunner:
         self,
         run: Run,
         call: ToolCall,
-        refusal: Refusal | None,
+        decision: Decision | None,
         limiter: anyio.CapacityLimiter,
         records: dict[str, ToolCallRecord],
     ) -> ToolStatus:
-        arguments = _loose_arguments(call.arguments)
+        arguments = loose_arguments(call.arguments)
         run.emit(ToolStartEvent(tool=call.name, call_id=call.id, arguments=arguments))
         started = time.perf_counter()
         run.pending[call.id] = PendingCall(call.name, arguments, started)
-        if refusal is not None:
-            status, result = refusal.status, refusal.reason
+        if decision is not None:
+            status, result = decision.status, decision.reason
         else:
             async with limiter:
                 status, result = await self._execute(run, call)
@@ -183,9 +196,10 @@ class ToolRunner:
         return record.status
 
     async def _execute(self, run: Run, call: ToolCall) -> tuple[ToolStatus, str]:
-        tool = self.tools.get(call.name)
+        tool = run.tools.get(call.name)
         if tool is None:
-            return "not_found", (f"unknown tool {call.name!r}; available tools: {self._available}")
+            available = ", ".join(sorted(run.tools)) or "(none)"
+            return "not_found", f"unknown tool {call.name!r}; available tools: {available}"
         try:
             arguments = tool.parse_arguments(call.arguments)
             if self._hooks:
@@ -199,7 +213,10 @@ class ToolRunner:
         timeout = tool.timeout if tool.timeout is not None else self._limits.timeout
         with anyio.move_on_after(timeout) as scope:
             try:
-                value = await tool.invoke(arguments)
+                if isinstance(tool, FrontendTool):
+                    value = await self._from_client(run, call, arguments)
+                else:
+                    value = await tool.invoke(arguments)
             except (Exception, SystemExit) as exc:  # SystemExit: sys.exit(), argparse errors
                 description = _describe(exc)
                 logger.warning("tool %s raised %s", call.name, description, exc_info=exc)
@@ -217,6 +234,18 @@ class ToolRunner:
         except Exception as exc:
             logger.warning("the result of tool %s cannot be serialised: %s", call.name, exc)
             return "error", f"the result of {call.name} could not be serialised: {_describe(exc)}"
+
+    async def _from_client(self, run: Run, call: ToolCall, arguments: dict[str, Any]) -> Any:
+        """Ask the client to run a frontend tool (a ``tool_call`` event) and wait for it."""
+        answer = self._tool_results.expect(call.id, run.ctx.user_id)
+        run.emit(ToolCallEvent(tool=call.name, call_id=call.id, arguments=arguments))
+        try:
+            result, error = await answer
+        finally:
+            self._tool_results.forget(call.id)
+        if error is not None:
+            raise ClientToolError(error)
+        return result
 
     async def _screen(self, tool: str, status: ToolStatus, result: str) -> tuple[ToolStatus, str]:
         """Let guards check the result for injected instructions before the model sees it."""
@@ -288,24 +317,34 @@ class ToolBatch:
         self.records: dict[str, ToolCallRecord] = {}
         self.limit_hit = False
 
-    def start(self, call: ToolCall, refusal: Refusal | None = None) -> None:
-        """Start ``call`` (once), refusing it with ``refusal`` or whatever the limits say."""
+    def start(
+        self, call: ToolCall, decision: Decision | None = None, *, approved: bool = False
+    ) -> None:
+        """Start ``call`` (once), settled by ``decision`` or else by the limits.
+
+        A call of a tool that needs a person's approval is not started but kept in
+        ``run.awaiting_approval``, unless it is ``approved`` already (a resumed run).
+        """
         if call.id in self._ids:
+            return
+        tool = self._run.tools.get(call.name)
+        if decision is None and not approved and tool is not None and tool.requires_approval:
+            self._run.awaiting_approval.append(call)
             return
         self._ids.add(call.id)
         self._started.append(call)
-        if refusal is None:
-            refusal = self._runner.plan(self._run, call, self._max_calls)
-        if refusal is not None and refusal.over_limit:
+        if decision is None:
+            decision = self._runner.plan(self._run, call, self._max_calls)
+        if decision is not None and decision.over_limit:
             self.limit_hit = True
         self._tg.start_soon(
-            self._runner.run_one, self._run, call, refusal, self._limiter, self.records
+            self._runner.run_one, self._run, call, decision, self._limiter, self.records
         )
 
     def start_eager(self, call: ToolCall) -> None:
         """Start ``call`` now if its tool is eager; called when its arguments are complete."""
-        tool = self._runner.tools.get(call.name)
-        if tool is not None and tool.eager:
+        tool = self._run.tools.get(call.name)
+        if tool is not None and tool.eager and not tool.requires_approval:
             self.start(call)
 
     def collect(self, calls: Sequence[ToolCall]) -> None:
@@ -338,7 +377,7 @@ def _describe(exc: BaseException) -> str:
         return f"{type(exc).__name__}: (its message cannot be shown)"
 
 
-def _loose_arguments(raw: str) -> dict[str, object]:
+def loose_arguments(raw: str) -> dict[str, object]:
     try:
         value = json.loads(raw) if raw.strip() else {}
     except ValueError:

@@ -13,13 +13,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from .messages import Usage
-from .results import FinishReason, ToolCallRecord, ToolStatus
+from .results import FinishReason, PendingApproval, ToolCallRecord, ToolStatus
 
 __all__ = [
     "AgentEvent",
+    "ApprovalRequiredEvent",
     "DoneEvent",
     "ErrorEvent",
     "MessageEvent",
+    "ToolCallEvent",
     "ToolEndEvent",
     "ToolStartEvent",
     "event_adapter",
@@ -56,6 +58,29 @@ class ToolEndEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """A frontend tool was called: the client runs it and posts its result
+    (``POST /api/chat/tool-result``); the run waits for it."""
+
+    tool: str
+    call_id: str
+    arguments: dict[str, Any]
+    type: Literal["tool_call"] = field(default="tool_call", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequiredEvent:
+    """A tool call needs a person's approval (or, for ``ask_user``, an answer); the stream then
+    ends with ``done`` ``waiting_for_approval`` and the client resumes with the token."""
+
+    tool: str
+    call_id: str
+    arguments: dict[str, Any]
+    approval_token: str
+    type: Literal["approval_required"] = field(default="approval_required", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run failed; always followed by exactly one :class:`DoneEvent`."""
 
@@ -74,11 +99,18 @@ class DoneEvent:
     tool_calls: list[ToolCallRecord]
     duration_ms: float
     output: Any = None
+    pending_approvals: list[PendingApproval] = field(default_factory=list)
     type: Literal["done"] = field(default="done", init=False, repr=False)
 
 
 AgentEvent = Annotated[
-    MessageEvent | ToolStartEvent | ToolEndEvent | ErrorEvent | DoneEvent,
+    MessageEvent
+    | ToolStartEvent
+    | ToolEndEvent
+    | ToolCallEvent
+    | ApprovalRequiredEvent
+    | ErrorEvent
+    | DoneEvent,
     Field(discriminator="type"),
 ]
 """Any event of a streamed run."""

@@ -22,24 +22,33 @@ from ._gate import ConcurrencyGate
 from ._output import OutputFormat
 from ._run import Emit, Run, RunFailed
 from ._stream import EventStream
-from ._tool_runner import Refusal, ToolLimits, ToolRunner
+from ._tool_runner import Decision, ToolLimits, ToolRunner, loose_arguments
 from ._turn import ModelPolicy, TurnMetrics, TurnOutput, stream_turn
+from .approvals import Approval, ApprovalSigner, AskUserTool, PendingRun, PendingRunStore
 from .command import AgentCommand
 from .context import RunContext
 from .context import _current as _current_run
 from .errors import ConfigurationError, ErrorCode, GuardRejection, HookRejection, ModelError
-from .events import AgentEvent, ErrorEvent, ToolEndEvent
+from .events import AgentEvent, ApprovalRequiredEvent, ErrorEvent, ToolEndEvent
 from .guards import Guard, ToolResultScreen
 from .hooks import Hook, _HookChain
 from .logging import install_log_context, log_context
 from .memory import ConversationStore, InMemoryConversationStore
-from .messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
 from .metrics import Metrics
 from .models import ChatModel, resolve_model
 from .models.base import ModelRequest, ModelResponse
 from .output_guard import OutputBlocked, OutputGuard
-from .results import AgentResult, ErrorInfo, ToolCallRecord
-from .tools import FunctionTool, Tool
+from .results import AgentResult, ErrorInfo, PendingApproval, ToolCallRecord
+from .tool_results import ToolResults
+from .tools import FrontendTool, FunctionTool, Tool
 from .tracing import Span, Tracing
 
 if TYPE_CHECKING:
@@ -115,6 +124,7 @@ class AgentExecutor:
         metrics: CollectorRegistry | None = None,
         output_guard: OutputGuard | None = None,
         tracer: object | bool | None = None,
+        approval_secret: bytes | str | None = None,
         name: str = "default",
     ) -> None:
         if max_concurrency < 1 or max_turns < 1 or max_parallel_tools < 1 or max_tool_calls < 0:
@@ -133,6 +143,9 @@ class AgentExecutor:
         self._guards = tuple(guards)
         self._output_guard = output_guard
         self._tracing = Tracing(tracer)
+        self._signer = ApprovalSigner(approval_secret)
+        self.tool_results = ToolResults()
+        self._fallback_pending = InMemoryConversationStore()
         self._hooks = _HookChain(hooks, self.metrics)
         self._system_prompt = system_prompt
         self._model_params = dict(model_params or {})
@@ -166,6 +179,7 @@ class AgentExecutor:
             self.metrics,
             [g for g in self._guards if isinstance(g, ToolResultScreen)],
             self._tracing,
+            self.tool_results,
         )
         self.metrics.register_tools(self.tools)
         for guard in self._guards:
@@ -321,12 +335,34 @@ class AgentExecutor:
 
     async def _prepare(self, run: Run, output: OutputFormat | None) -> None:
         command = run.ctx.command
+        self._offer_tools(run, command)
         system = command.system_prompt or self._system_prompt
         if output is not None:
             system = f"{system}\n\n{output.instructions}" if system else output.instructions
         run.messages = [SystemMessage(content=system)] if system else []
         run.messages += await self._history(command)
-        run.add(UserMessage(content=command.user_prompt))
+        if command.approvals is not None:
+            await self._resume(run)
+        else:
+            run.add(UserMessage(content=command.user_prompt))
+
+    def _offer_tools(self, run: Run, command: AgentCommand) -> None:
+        """The run's tools: the executor's, plus the client's own for this run."""
+        if not command.client_tools:
+            run.tools, run.tool_specs = self.tools, self._tool_specs
+            return
+        clash = sorted({t.name for t in command.client_tools} & set(self.tools))
+        if clash:
+            raise RunFailed(
+                ErrorCode.INVALID_INPUT,
+                f"client tools may not reuse the agent's tool names: {clash}",
+            )
+        extra = {
+            t.name: FrontendTool(t.name, t.description, t.parameters, timeout=t.timeout or 30.0)
+            for t in command.client_tools
+        }
+        run.tools = {**self.tools, **extra}
+        run.tool_specs = self._tool_specs + [t.spec() for t in extra.values()]
 
     async def _history(self, command: AgentCommand) -> list[Message]:
         if command.messages is not None:
@@ -349,6 +385,9 @@ class AgentExecutor:
         offer_tools, limit_hit = max_calls > 0, False
         while run.turns < self._max_turns:
             response, calls, turn_limit_hit = await self._turn(run, offer_tools, max_calls)
+            if run.awaiting_approval:
+                self._pause(run)
+                return
             if not calls:
                 if limit_hit:
                     run.finish_reason = "max_tool_calls"
@@ -374,13 +413,13 @@ class AgentExecutor:
         """
         if offer_tools and self._tool_runner.has_eager:
             return await self._turn_with_eager_tools(run, max_calls)
-        response = await self._model_turn(run, self._tool_specs if offer_tools else [], None)
+        response = await self._model_turn(run, run.tool_specs if offer_tools else [], None)
         calls = response.tool_calls if offer_tools else ()
         run.add(AssistantMessage(content=response.text, tool_calls=calls))
         if not calls:
             return response, calls, False
-        refusal = self._refusal(run, response)
-        return response, calls, await self._tool_runner.run_calls(run, calls, max_calls, refusal)
+        decision = self._refusal(run, response)
+        return response, calls, await self._tool_runner.run_calls(run, calls, max_calls, decision)
 
     async def _turn_with_eager_tools(
         self, run: Run, max_calls: int
@@ -392,12 +431,12 @@ class AgentExecutor:
             async with anyio.create_task_group() as tg:
                 batch = self._tool_runner.batch(run, tg, max_calls)
                 try:
-                    response = await self._model_turn(run, self._tool_specs, batch.start_eager)
+                    response = await self._model_turn(run, run.tool_specs, batch.start_eager)
                     calls = response.tool_calls
                     run.add(AssistantMessage(content=response.text, tool_calls=calls))
-                    refusal = self._refusal(run, response) if calls else None
+                    decision = self._refusal(run, response) if calls else None
                     for call in calls:
-                        batch.start(call, refusal)
+                        batch.start(call, decision)
                 except RunFailed as exc:  # raised here, it would reach us in an ExceptionGroup
                     failure = exc
                     tg.cancel_scope.cancel()
@@ -407,16 +446,16 @@ class AgentExecutor:
             raise failure
         return response, calls, batch.limit_hit
 
-    def _refusal(self, run: Run, response: ModelResponse) -> Refusal | None:
+    def _refusal(self, run: Run, response: ModelResponse) -> Decision | None:
         """Calls not to run at all: cut off mid-arguments, or with no turn left to use them."""
         if response.finish_reason in ("length", "content_filter"):
-            return Refusal(
+            return Decision(
                 "invalid_arguments",
                 "not run: the model's output was cut off "
                 f"(finish_reason={response.finish_reason}) before the call was complete",
             )
         if run.turns >= self._max_turns:
-            return Refusal("rejected", f"not run: max_turns ({self._max_turns}) reached")
+            return Decision("rejected", f"not run: max_turns ({self._max_turns}) reached")
         return None
 
     async def _model_turn(
@@ -545,11 +584,18 @@ class AgentExecutor:
                 )
 
     async def _save(self, run: Run) -> None:
+        """Append the run to the history; a paused run is kept apart until it resumes."""
         command = run.ctx.command
-        if command.messages is not None or command.session_id is None:
+        if command.session_id is None:
             return
+        user, session = command.user_id, command.session_id
         try:
-            await self.memory.append(command.user_id, command.session_id, run.new_messages)
+            if run.finish_reason == "waiting_for_approval":
+                await self._pending_store.save_pending(user, session, _paused(run))
+                return
+            await self._pending_store.delete_pending(user, session)  # the conversation moved on
+            if command.messages is None:
+                await self.memory.append(user, session, run.new_messages)
         except Exception:
             logger.exception("saving the conversation failed")
             run.fail(
@@ -558,6 +604,88 @@ class AgentExecutor:
                     message="the conversation could not be saved",
                 )
             )
+
+    @property
+    def _pending_store(self) -> PendingRunStore:
+        return self.memory if isinstance(self.memory, PendingRunStore) else self._fallback_pending
+
+    def _pause(self, run: Run) -> None:
+        """Stop at the calls that need a person: sign a token for each and announce them."""
+        command = run.ctx.command
+        if command.session_id is None:
+            raise RunFailed(
+                ErrorCode.INVALID_INPUT,
+                "a tool that needs approval needs a session_id to resume the run",
+            )
+        for call in run.awaiting_approval:
+            token = self._signer.token(command.user_id, command.session_id, call)
+            arguments = loose_arguments(call.arguments)
+            run.pending_approvals.append(
+                PendingApproval(
+                    call_id=call.id, tool=call.name, arguments=arguments, approval_token=token
+                )
+            )
+            run.emit(
+                ApprovalRequiredEvent(
+                    tool=call.name, call_id=call.id, arguments=arguments, approval_token=token
+                )
+            )
+        run.finish_reason = "waiting_for_approval"
+
+    async def _resume(self, run: Run) -> None:
+        """Go on with the session's paused run: check the approvals, settle the pending calls."""
+        command = run.ctx.command
+        if command.session_id is None:
+            raise RunFailed(ErrorCode.INVALID_INPUT, "approvals need the session_id of the run")
+        paused = await self._pending_store.load_pending(command.user_id, command.session_id)
+        if paused is None:
+            raise RunFailed(
+                ErrorCode.INVALID_INPUT, "nothing in this session is waiting for approval"
+            )
+        decided = self._decisions(run, paused, command.approvals or [])
+        run.messages += paused.messages
+        run.new_messages = list(paused.messages)
+        run.turns, run.tool_calls_made, run.usage = (
+            paused.turns,
+            paused.tool_calls_made,
+            (paused.usage),
+        )
+        max_calls = (
+            self._max_tool_calls if command.max_tool_calls is None else (command.max_tool_calls)
+        )
+        await self._tool_runner.run_calls(run, paused.pending, max_calls, decided=decided)
+        _reorder_results(run, paused.results)
+
+    def _decisions(
+        self, run: Run, paused: PendingRun, approvals: Sequence[Approval]
+    ) -> dict[str, Decision | None]:
+        """Each pending call's fate (``None``: approved, run it); refuses bad approvals."""
+        command = run.ctx.command
+        by_id = {approval.call_id: approval for approval in approvals}
+        pending = {call.id: call for call in paused.pending}
+        unknown, missing = sorted(set(by_id) - set(pending)), sorted(set(pending) - set(by_id))
+        if unknown or missing:
+            raise RunFailed(
+                ErrorCode.INVALID_INPUT,
+                "approve or reject exactly the pending "
+                f"calls (pending: {sorted(pending)}; unknown: {unknown})",
+            )
+        decided: dict[str, Decision | None] = {}
+        for call_id, call in pending.items():
+            approval = by_id[call_id]
+            if not self._signer.verify(
+                approval.approval_token, command.user_id, command.session_id or "", call
+            ):
+                raise RunFailed(
+                    ErrorCode.INVALID_INPUT, f"the approval token of call {call_id} is not valid"
+                )
+            if not approval.approved:
+                decided[call_id] = Decision("rejected", "the user did not approve this call")
+            elif isinstance(run.tools.get(call.name), AskUserTool):
+                decided[call_id] = Decision("success", approval.answer or "")
+            else:
+                decided[call_id] = None
+        return decided
 
     def _close_pending(self, run: Run) -> None:
         """Tool calls cut short by a timeout or cancellation end as ``cancelled``."""
@@ -608,3 +736,31 @@ def _registry(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
             raise ConfigurationError(f"two tools are named {tool.name!r}")
         registry[tool.name] = tool
     return registry
+
+
+def _paused(run: Run) -> PendingRun:
+    """The paused run's state: messages up to the assistant turn, that turn's results apart."""
+    cut = max(i for i, m in enumerate(run.new_messages) if isinstance(m, AssistantMessage)) + 1
+    results = [m for m in run.new_messages[cut:] if isinstance(m, ToolMessage)]
+    return PendingRun(
+        messages=run.new_messages[:cut],
+        results=results,
+        pending=list(run.awaiting_approval),
+        turns=run.turns,
+        tool_calls_made=run.tool_calls_made,
+        usage=run.usage,
+    )
+
+
+def _reorder_results(run: Run, earlier: Sequence[ToolMessage]) -> None:
+    """Put a resumed turn's results (those from before the pause and the new ones) in the
+    order of the assistant's calls, right after it."""
+    cut = max(i for i, m in enumerate(run.new_messages) if isinstance(m, AssistantMessage)) + 1
+    assistant = run.new_messages[cut - 1]
+    assert isinstance(assistant, AssistantMessage)
+    order = {call.id: i for i, call in enumerate(assistant.tool_calls)}
+    tail = [*earlier, *(m for m in run.new_messages[cut:] if isinstance(m, ToolMessage))]
+    tail.sort(key=lambda m: order.get(m.tool_call_id, len(order)))
+    del run.messages[len(run.messages) - (len(run.new_messages) - cut) :]
+    run.new_messages[cut:] = tail
+    run.messages += tail

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from .approvals import PendingRun
 from .errors import ConfigurationError
 from .messages import Message, UserMessage
 
@@ -52,7 +53,8 @@ class InMemoryConversationStore:
     every ``sweep_interval_seconds`` during normal calls (no background task to manage). Past
     ``max_sessions`` the least recently used session is evicted. Past
     ``max_messages_per_session`` the oldest turns are dropped whole, so the history still starts
-    with a user message and never splits a tool call from its result.
+    with a user message and never splits a tool call from its result. Runs paused for a
+    person's approval are kept apart from the history (``save_pending``), with the same TTL.
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class InMemoryConversationStore:
         self._sweep_interval = sweep_interval_seconds
         self._clock = clock
         self._sessions: OrderedDict[tuple[str, str], _Session] = OrderedDict()
+        self._pending: OrderedDict[tuple[str, str], tuple[PendingRun, float]] = OrderedDict()
         self._last_sweep = clock()
 
     def __len__(self) -> int:
@@ -98,8 +101,28 @@ class InMemoryConversationStore:
             self._sessions.popitem(last=False)
 
     async def delete(self, user_id: str | None, session_id: str) -> bool:
-        """Forget the session."""
+        """Forget the session (and a run of it waiting for approval)."""
+        self._pending.pop(_key(user_id, session_id), None)
         return self._sessions.pop(_key(user_id, session_id), None) is not None
+
+    async def save_pending(self, user_id: str | None, session_id: str, run: PendingRun) -> None:
+        """Keep a paused run of the session until it resumes or ``ttl_seconds`` pass."""
+        key = _key(user_id, session_id)
+        self._pending.pop(key, None)
+        self._pending[key] = (run, self._clock() + self.ttl_seconds)
+        while len(self._pending) > self.max_sessions:
+            self._pending.popitem(last=False)
+
+    async def load_pending(self, user_id: str | None, session_id: str) -> PendingRun | None:
+        """The session's paused run, if it has one that has not expired."""
+        entry = self._pending.get(_key(user_id, session_id))
+        if entry is None or entry[1] <= self._clock():
+            return None
+        return entry[0]
+
+    async def delete_pending(self, user_id: str | None, session_id: str) -> None:
+        """Forget the session's paused run."""
+        self._pending.pop(_key(user_id, session_id), None)
 
     def _touch(self, key: tuple[str, str]) -> _Session | None:
         now = self._clock()

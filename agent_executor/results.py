@@ -12,15 +12,23 @@ from pydantic import BaseModel, ConfigDict
 
 from .messages import Usage
 
-__all__ = ["AgentResult", "ErrorInfo", "FinishReason", "ToolCallRecord", "ToolStatus"]
+__all__ = [
+    "AgentResult",
+    "ErrorInfo",
+    "FinishReason",
+    "PendingApproval",
+    "ToolCallRecord",
+    "ToolStatus",
+]
 
 ToolStatus = Literal[
     "success", "error", "invalid_arguments", "not_found", "timeout", "rejected", "cancelled"
 ]
 """How a tool call ended (``tool_end.status``); none of these ends the run."""
 
-FinishReason = Literal["stop", "max_tool_calls", "max_turns", "error"]
-"""Why a run ended (``done.finish_reason``)."""
+FinishReason = Literal["stop", "max_tool_calls", "max_turns", "error", "waiting_for_approval"]
+"""Why a run ended (``done.finish_reason``); ``waiting_for_approval``: paused until a person
+approves or rejects the calls in ``pending_approvals`` (the run resumes with a new command)."""
 
 
 class ToolCallRecord(BaseModel):
@@ -34,6 +42,18 @@ class ToolCallRecord(BaseModel):
     status: ToolStatus
     duration_ms: float
     result: str
+
+
+class PendingApproval(BaseModel):
+    """A tool call waiting for a person: approve or reject it (or, for ``ask_user``, answer it)
+    by resuming the session with this ``approval_token``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    approval_token: str
 
 
 class ErrorInfo(BaseModel):
@@ -63,3 +83,4 @@ class AgentResult(BaseModel):
     duration_ms: float
     finish_reason: FinishReason
     output: Any = None
+    pending_approvals: list[PendingApproval] = []

@@ -25,7 +25,14 @@ from pydantic_core import to_json
 
 from .errors import ConfigurationError
 
-__all__ = ["FunctionTool", "Tool", "ToolArgumentsError", "serialize_result", "tool"]
+__all__ = [
+    "FrontendTool",
+    "FunctionTool",
+    "Tool",
+    "ToolArgumentsError",
+    "serialize_result",
+    "tool",
+]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ARGS_HEADER_RE = re.compile(r"^(Args|Arguments|Parameters|Params):\s*$")
@@ -46,7 +53,8 @@ class Tool:
     override :meth:`parse_arguments` and :meth:`invoke`. ``timeout`` (seconds) overrides the
     executor's ``tool_timeout`` for this tool. ``eager`` marks a read-only, idempotent tool
     that may start as soon as its arguments are complete in the stream, while the model is
-    still writing; other tools wait for the end of the model's turn.
+    still writing; other tools wait for the end of the model's turn. ``requires_approval``
+    pauses the run when the model calls the tool, until a person approves or rejects the call.
     """
 
     def __init__(
@@ -57,6 +65,7 @@ class Tool:
         parameters: dict[str, Any],
         timeout: float | None = None,
         eager: bool = False,
+        requires_approval: bool = False,
     ) -> None:
         if not _NAME_RE.match(name):
             raise ConfigurationError(
@@ -67,6 +76,7 @@ class Tool:
         self.parameters = parameters
         self.timeout = timeout
         self.eager = eager
+        self.requires_approval = requires_approval
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI-style function spec offered to the model."""
@@ -80,13 +90,16 @@ class Tool:
         }
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
-        """Decode the model's JSON arguments; raise :class:`ToolArgumentsError` if invalid."""
-        try:
-            value = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(f"arguments are not valid JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise ToolArgumentsError("arguments must be a JSON object")
+        """Decode the model's JSON arguments; raise :class:`ToolArgumentsError` if invalid.
+
+        The base class checks the arguments against the top level of ``parameters``: required
+        names present, no others when ``additionalProperties`` is false, JSON types of the
+        declared properties. Subclasses with richer validation override it.
+        """
+        value = _decode(raw)
+        problems = _schema_problems(value, self.parameters)
+        if problems:
+            raise ToolArgumentsError("invalid arguments: " + "; ".join(problems))
         return value
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
@@ -95,6 +108,77 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+class FrontendTool(Tool):
+    """A tool the client runs (a browser, a desktop app): declared with a JSON schema, no body.
+
+    When the model calls it, the stream emits ``tool_call`` (call id, tool, arguments) and the
+    run waits, up to ``timeout`` seconds (default 30), for the client to answer through
+    ``AgentExecutor.tool_results.deliver`` (``POST /api/chat/tool-result`` in the service).
+    Only the run's own user may answer. No answer in time gives the call status ``timeout``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any] | None = None,
+        *,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__(
+            name=name,
+            description=description,
+            parameters=parameters or {"type": "object", "properties": {}},
+            timeout=timeout,
+        )
+
+    async def invoke(self, arguments: dict[str, Any]) -> Any:
+        """Not called: the executor waits for the client's answer instead."""
+        raise RuntimeError("a frontend tool is run by the client, not by the server")
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _decode(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise ToolArgumentsError(f"arguments are not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ToolArgumentsError("arguments must be a JSON object")
+    return value
+
+
+def _schema_problems(value: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """What is wrong with ``value`` at the top level of an object ``schema`` (a light check)."""
+    properties = schema.get("properties") or {}
+    problems = [
+        f"{name}: Field required" for name in schema.get("required", ()) if name not in value
+    ]
+    if schema.get("additionalProperties") is False:
+        problems += [
+            f"{name}: Extra inputs are not permitted" for name in value if name not in properties
+        ]
+    for name, item in value.items():
+        expected = (properties.get(name) or {}).get("type")
+        kinds = [expected] if isinstance(expected, str) else list(expected or ())
+        allowed = tuple(t for kind in kinds for t in _JSON_TYPES.get(kind, ()))
+        if (allowed and not isinstance(item, allowed)) or (
+            isinstance(item, bool) and kinds and not {"boolean"} & set(kinds)
+        ):
+            problems.append(f"{name}: expected {' or '.join(kinds)}")
+    return problems
 
 
 class FunctionTool(Tool):
@@ -108,6 +192,7 @@ class FunctionTool(Tool):
         description: str | None = None,
         timeout: float | None = None,
         eager: bool = False,
+        requires_approval: bool = False,
     ) -> None:
         summary, arg_docs = _parse_docstring(inspect.getdoc(function) or "")
         self.function = function
@@ -119,6 +204,7 @@ class FunctionTool(Tool):
             parameters=_schema_of(self._args_model),
             timeout=timeout,
             eager=eager,
+            requires_approval=requires_approval,
         )
         functools.update_wrapper(self, function)
 
@@ -127,7 +213,7 @@ class FunctionTool(Tool):
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Decode and validate the arguments with the function's pydantic model."""
-        data = super().parse_arguments(raw)
+        data = _decode(raw)
         try:
             validated = self._args_model.model_validate(data)
         except ValidationError as exc:
@@ -153,6 +239,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     eager: bool = False,
+    requires_approval: bool = False,
 ) -> Callable[[F], FunctionTool]: ...
 
 
@@ -164,11 +251,20 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     eager: bool = False,
+    requires_approval: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Make a function a tool: ``@tool`` or ``@tool(name=, description=, timeout=, eager=)``."""
+    """Make a function a tool: ``@tool`` or ``@tool(name=, description=, timeout=, eager=,
+    requires_approval=)``."""
 
     def wrap(fn: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(fn, name=name, description=description, timeout=timeout, eager=eager)
+        return FunctionTool(
+            fn,
+            name=name,
+            description=description,
+            timeout=timeout,
+            eager=eager,
+            requires_approval=requires_approval,
+        )
 
     return wrap(function) if function is not None else wrap
 

@@ -28,6 +28,7 @@ from .schemas import (
     ChatRequest,
     HealthData,
     HealthResponse,
+    ToolResultRequest,
     describe_validation_error,
     openapi_document,
 )
@@ -53,6 +54,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/chat/stream", chat_stream)
     app.router.add_get("/api/chat/stream", chat_stream)
     app.router.add_post("/api/chat", chat)
+    app.router.add_post("/api/chat/tool-result", tool_result)
     app.router.add_get("/api/health", health)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/openapi.json", openapi)
@@ -148,6 +150,39 @@ async def chat(request: web.Request) -> web.Response:
         content_type="application/json",
         headers=headers,
     )
+
+
+async def tool_result(request: web.Request) -> web.Response:
+    """A client's answer to a frontend tool call its stream is waiting for.
+
+    404 for an unknown, expired or someone else's call (without saying which), 409 for a call
+    already answered; either way nothing changes.
+    """
+    data = await _body(request)
+    if isinstance(data, web.Response):
+        return data
+    try:
+        answer = ToolResultRequest.model_validate(data)
+    except ValidationError as exc:
+        return json_error(400, describe_validation_error(exc))
+    user_id = request.get(AUTH_USER) or request.headers.get("X-User-Id") or answer.user_id
+    agents = request.app[AGENTS]
+    names = [answer.agent] if answer.agent else list(agents.by_name)
+    outcome = "unknown"
+    for name in names:
+        executor = agents.by_name.get(name)
+        if executor is None:
+            continue
+        outcome = executor.tool_results.deliver(
+            answer.call_id, user_id, result=answer.result, error=answer.error
+        )
+        if outcome != "unknown":
+            break
+    if outcome == "delivered":
+        return web.json_response({"status": "delivered"})
+    if outcome == "answered":
+        return json_error(409, f"call {answer.call_id!r} was already answered")
+    return json_error(404, f"no call {answer.call_id!r} is waiting for your answer")
 
 
 async def health(request: web.Request) -> web.Response:

@@ -10,7 +10,9 @@ from pydantic.json_schema import models_json_schema
 from agent_executor import (
     AgentCommand,
     AgentResult,
+    Approval,
     AssistantMessage,
+    ClientTool,
     Message,
     SystemMessage,
     UserMessage,
@@ -23,6 +25,7 @@ __all__ = [
     "ErrorResponse",
     "HealthData",
     "HealthResponse",
+    "ToolResultRequest",
     "describe_validation_error",
     "openapi_document",
 ]
@@ -64,7 +67,10 @@ class ChatRequest(BaseModel):
     """The body of the chat endpoints (and the query of ``GET /api/chat/stream``).
 
     Give ``message``, or ``messages`` whose last item is the user's message; with
-    ``messages`` the earlier items are the conversation and stored memory is not used.
+    ``messages`` the earlier items are the conversation and stored memory is not used. To
+    resume a run waiting for approval, give ``session_id`` and ``approvals`` instead.
+    ``tools`` declares tools the client runs itself (answered via
+    ``POST /api/chat/tool-result``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -81,9 +87,21 @@ class ChatRequest(BaseModel):
         default="text", description="SSE data format: plain text, or JSON objects."
     )
     agent: str | None = Field(default=None, description="Name of a configured agent.")
+    tools: list[ClientTool] = Field(
+        default_factory=list, description="Tools the client runs itself (frontend tools)."
+    )
+    approvals: list[Approval] | None = Field(
+        default=None, description="Decisions on the calls of a run waiting for approval."
+    )
 
     @model_validator(mode="after")
     def _has_a_message(self) -> ChatRequest:
+        if self.approvals is not None:
+            if not self.approvals or self.session_id is None:
+                raise ValueError("'approvals' needs 'session_id' and at least one decision")
+            if self.message is not None or self.messages:
+                raise ValueError("give either 'approvals' or a message, not both")
+            return self
         if self.message is None and not self.messages:
             raise ValueError("give 'message' (or a non-empty 'messages' list)")
         if self.message is not None and not self.message.strip():
@@ -109,7 +127,29 @@ class ChatRequest(BaseModel):
             session_id=self.session_id,
             metadata=self.metadata,
             messages=history,
+            client_tools=self.tools,
+            approvals=self.approvals,
         )
+
+
+class ToolResultRequest(BaseModel):
+    """``POST /api/chat/tool-result``: the client's answer to a frontend tool call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(min_length=1, max_length=256)
+    result: Any = Field(default=None, description="What the tool returned (any JSON value).")
+    error: str | None = Field(default=None, description="Why the tool failed, instead.")
+    agent: str | None = None
+    user_id: str | None = Field(default=None, max_length=256)
+
+    @model_validator(mode="after")
+    def _result_or_error(self) -> ToolResultRequest:
+        if "result" not in self.model_fields_set and self.error is None:
+            raise ValueError("give 'result' or 'error'")
+        if "result" in self.model_fields_set and self.error is not None:
+            raise ValueError("give 'result' or 'error', not both")
+        return self
 
 
 class ErrorResponse(BaseModel):
@@ -147,7 +187,17 @@ _SSE_EVENT: dict[str, Any] = {
     "type": "object",
     "required": ["event", "data", "id"],
     "properties": {
-        "event": {"enum": ["message", "tool_start", "tool_end", "error", "done"]},
+        "event": {
+            "enum": [
+                "message",
+                "tool_start",
+                "tool_end",
+                "tool_call",
+                "approval_required",
+                "error",
+                "done",
+            ]
+        },
         "data": {"type": "string"},
         "id": {"type": "string", "pattern": "^[0-9]+$"},
     },
@@ -157,7 +207,7 @@ _SSE_EVENT: dict[str, Any] = {
 def openapi_document() -> dict[str, Any]:
     """OpenAPI 3.1 description of the JSON endpoints, generated from the models above."""
     _, schemas = models_json_schema(
-        [(m, "validation") for m in (ChatRequest, ErrorResponse, HealthResponse)]
+        [(m, "validation") for m in (ChatRequest, ErrorResponse, HealthResponse, ToolResultRequest)]
         + [(AgentResult, "serialization")],
         ref_template="#/components/schemas/{model}",
     )
@@ -237,6 +287,33 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": query,
                     "responses": {"200": sse, **bad},
                 },
+            },
+            "/api/chat/tool-result": {
+                "post": {
+                    "summary": "The client's answer to a frontend tool call its stream waits for",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": ref("ToolResultRequest")}},
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "Delivered to the waiting run",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {"status": {"const": "delivered"}},
+                                    }
+                                }
+                            },
+                        },
+                        "400": error("Invalid request"),
+                        "401": error("Missing or wrong API key"),
+                        "404": error("No such call waits for this user's answer"),
+                        "409": error("The call was already answered"),
+                        "413": error("Body too large"),
+                    },
+                }
             },
             "/api/health": {
                 "get": {

@@ -23,9 +23,11 @@ from aiohttp import web
 
 from agent_executor import (
     AgentEvent,
+    ApprovalRequiredEvent,
     DoneEvent,
     ErrorEvent,
     MessageEvent,
+    ToolCallEvent,
     ToolEndEvent,
     ToolStartEvent,
 )
@@ -68,7 +70,11 @@ def frame(event: str, data: str, event_id: int) -> bytes:
 
 
 def encode_data(event: AgentEvent, mode: EventMode) -> str:
-    """The ``data`` of an event in ``text`` or ``json`` mode (SPEC section 3)."""
+    """The ``data`` of an event in ``text`` or ``json`` mode (SPEC section 3).
+
+    ``tool_call`` and ``approval_required`` carry JSON in both modes: a client has to act on
+    their call id, arguments and token, which a bare name would not give it.
+    """
     if mode == "text":
         if isinstance(event, MessageEvent):
             return event.text
@@ -76,7 +82,8 @@ def encode_data(event: AgentEvent, mode: EventMode) -> str:
             return event.tool
         if isinstance(event, ErrorEvent):
             return event.message
-        return ""
+        if not isinstance(event, (ToolCallEvent, ApprovalRequiredEvent)):
+            return ""
     fields = _json_fields(event)
     try:
         return orjson.dumps(fields, default=_default).decode()
@@ -101,13 +108,25 @@ def _json_fields(event: AgentEvent) -> dict[str, Any]:
         if event.retry_after is not None:
             fields["retry_after"] = event.retry_after
         return fields
-    return {
+    if isinstance(event, ToolCallEvent):
+        return {"call_id": event.call_id, "tool": event.tool, "arguments": event.arguments}
+    if isinstance(event, ApprovalRequiredEvent):
+        return {
+            "call_id": event.call_id,
+            "tool": event.tool,
+            "arguments": event.arguments,
+            "approval_token": event.approval_token,
+        }
+    done: dict[str, Any] = {
         "finish_reason": event.finish_reason,
         "usage": event.usage.model_dump() if event.usage else None,
         "tool_calls": [record.model_dump(mode="json") for record in event.tool_calls],
         "duration_ms": event.duration_ms,
         "output": event.output,
     }
+    if event.pending_approvals:
+        done["pending_approvals"] = [p.model_dump(mode="json") for p in event.pending_approvals]
+    return done
 
 
 def _default(value: Any) -> Any:

@@ -1,0 +1,137 @@
+"""Human approval: pausing a run on a tool call until a person approves, rejects or answers it.
+
+A tool marked ``requires_approval`` (and the built-in :data:`ask_user`) is not run when the
+model calls it: the run finishes its other calls, emits ``approval_required`` with a token per
+pending call, ends with ``finish_reason="waiting_for_approval"``, and stores its state (the
+messages of the interrupted turn and the pending calls) next to the session's history. The
+client resumes with ``AgentCommand(approvals=[Approval(...)])`` on the same session: approved
+calls run, rejected ones are reported to the model as refused, ``ask_user`` gets the answer,
+and the loop goes on. Nothing reaches the history until the resumed run completes, so the
+history never holds a tool call without its result.
+
+Tokens are HMAC-SHA256 over (user, session, call id, tool, arguments) with the executor's
+secret: a client cannot approve another call, another user's call, or change the arguments.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .messages import Message, ToolCall, ToolMessage, Usage
+from .results import ToolCallRecord
+from .tools import Tool
+
+__all__ = [
+    "ASK_USER",
+    "Approval",
+    "ApprovalSigner",
+    "AskUserTool",
+    "PendingRun",
+    "PendingRunStore",
+]
+
+
+class Approval(BaseModel):
+    """A person's decision on one pending call; ``answer`` is the reply to ``ask_user``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    call_id: str
+    approved: bool
+    approval_token: str
+    answer: str | None = None
+
+
+class PendingRun(BaseModel):
+    """What a paused run needs to go on: the messages it added up to the assistant turn that
+    called tools, the results of that turn's calls that did run, the calls waiting for a
+    person, and the counters the limits use."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: list[Message]
+    results: list[ToolMessage] = Field(default_factory=list)
+    pending: list[ToolCall]
+    records: list[ToolCallRecord] = Field(default_factory=list)
+    turns: int = 0
+    tool_calls_made: int = 0
+    usage: Usage | None = None
+
+
+@runtime_checkable
+class PendingRunStore(Protocol):
+    """Where paused runs wait (the conversation store implements it)."""
+
+    async def save_pending(self, user_id: str | None, session_id: str, run: PendingRun) -> None:
+        """Keep the paused run of the session (replacing any earlier one)."""
+        ...
+
+    async def load_pending(self, user_id: str | None, session_id: str) -> PendingRun | None:
+        """The session's paused run, if any."""
+        ...
+
+    async def delete_pending(self, user_id: str | None, session_id: str) -> None:
+        """Forget the session's paused run."""
+        ...
+
+
+class AskUserTool(Tool):
+    """``ask_user(question)``: the model asks the person a question and waits for the answer.
+
+    The run pauses as for an approval; the answer comes back as the call's result.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="ask_user",
+            description="Ask the user a question and wait for the answer. Use it when you need "
+            "information or a decision only the user can give.",
+            parameters={
+                "type": "object",
+                "properties": {"question": {"type": "string", "description": "The question."}},
+                "required": ["question"],
+                "additionalProperties": False,
+            },
+            requires_approval=True,
+        )
+
+    async def invoke(self, arguments: dict[str, Any]) -> Any:
+        """Not called: the answer comes from the person when the run resumes."""
+        raise RuntimeError("ask_user is answered by the user when the run resumes")
+
+
+ASK_USER = AskUserTool()
+"""The built-in ``ask_user`` tool; add it to ``tools`` to let the model ask questions."""
+
+
+class ApprovalSigner:
+    """Signs and checks approval tokens with a secret (random per process unless given)."""
+
+    def __init__(self, secret: bytes | str | None = None) -> None:
+        if isinstance(secret, str):
+            secret = secret.encode()
+        self._secret = secret or secrets.token_bytes(32)
+
+    def token(self, user_id: str | None, session_id: str, call: ToolCall) -> str:
+        """The token that approves exactly this call of this user's session."""
+        digest = hmac.new(self._secret, self._message(user_id, session_id, call), hashlib.sha256)
+        return base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")
+
+    def verify(self, token: str, user_id: str | None, session_id: str, call: ToolCall) -> bool:
+        """Whether ``token`` was made for this call (constant-time comparison)."""
+        return hmac.compare_digest(token, self.token(user_id, session_id, call))
+
+    @staticmethod
+    def _message(user_id: str | None, session_id: str, call: ToolCall) -> bytes:
+        try:
+            arguments = json.dumps(json.loads(call.arguments), sort_keys=True)
+        except ValueError:
+            arguments = call.arguments
+        return json.dumps([user_id or "", session_id, call.id, call.name, arguments]).encode()
