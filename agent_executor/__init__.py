@@ -17,6 +17,9 @@ from .errors import (
     GuardRejection,
     HookRejection,
     ModelError,
+    RestConnectionError,
+    RestHTTPError,
+    RestToolError,
     ScriptExhaustedError,
 )
 from .events import (
@@ -58,6 +61,7 @@ from .models import (
 )
 from .output_guard import OutputGuard
 from .ratelimit import InMemoryRateLimitStorage, RateLimitGuard, RateLimitStorage
+from .rest import RestTool
 from .results import AgentResult, ErrorInfo, PendingApproval, ToolCallRecord
 from .tool_results import ToolResults
 from .tools import FrontendTool, FunctionTool, Tool, tool
@@ -111,6 +115,10 @@ __all__ = [
     "PendingRunStore",
     "RateLimitGuard",
     "RateLimitStorage",
+    "RestConnectionError",
+    "RestHTTPError",
+    "RestTool",
+    "RestToolError",
     "RunContext",
     "ScreenVerdict",
     "ScriptExhaustedError",

@@ -25,6 +25,9 @@ __all__ = [
     "GuardRejection",
     "HookRejection",
     "ModelError",
+    "RestConnectionError",
+    "RestHTTPError",
+    "RestToolError",
     "ScriptExhaustedError",
 ]
 
@@ -105,3 +108,22 @@ class HookRejection(AgentExecutorError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class RestToolError(AgentExecutorError):
+    """A REST tool's call failed; the executor reports it to the model as tool status ``error``."""
+
+
+class RestHTTPError(RestToolError):
+    """Raised when the endpoint answers with a non-2xx status; the message carries the status,
+    the reason and at most ``max_body_chars`` characters of the body."""
+
+    def __init__(self, status: int, reason: str, excerpt: str) -> None:
+        super().__init__(f"HTTP {status} {reason}: {excerpt or '(empty body)'}")
+        self.status = status
+        self.reason = reason
+        self.excerpt = excerpt
+
+
+class RestConnectionError(RestToolError):
+    """Raised when the endpoint cannot be reached, or the connection fails or times out."""

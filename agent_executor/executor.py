@@ -227,10 +227,12 @@ class AgentExecutor:
         return EventStream(lambda emit: self._run(command, "stream", emit, caller))
 
     async def aclose(self) -> None:
-        """Release what the model holds (HTTP sessions); the executor is unusable afterwards."""
-        aclose = getattr(self.model, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        """Release what the model and the tools hold (HTTP sessions, such as a
+        :class:`~agent_executor.rest.RestTool`'s); the executor is unusable afterwards."""
+        for part in (self.model, *self.tools.values()):
+            aclose = getattr(part, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def __aenter__(self) -> AgentExecutor:
         return self

@@ -33,7 +33,12 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from .context import current_run_context
-from .errors import AgentExecutorError, ConfigurationError
+from .errors import (
+    ConfigurationError,
+    RestConnectionError,
+    RestHTTPError,
+    RestToolError,
+)
 from .tools import Tool, ToolArgumentsError
 
 __all__ = ["RestConnectionError", "RestHTTPError", "RestTool", "RestToolError"]
@@ -74,25 +79,6 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 _CLIENT_GRACE_SECONDS = 0.5
 
 
-class RestToolError(AgentExecutorError):
-    """A REST tool's call failed; the executor reports it to the model as tool status ``error``."""
-
-
-class RestHTTPError(RestToolError):
-    """Raised when the endpoint answers with a non-2xx status; the message carries the status,
-    the reason and at most ``max_body_chars`` characters of the body."""
-
-    def __init__(self, status: int, reason: str, excerpt: str) -> None:
-        super().__init__(f"HTTP {status} {reason}: {excerpt or '(empty body)'}")
-        self.status = status
-        self.reason = reason
-        self.excerpt = excerpt
-
-
-class RestConnectionError(RestToolError):
-    """Raised when the endpoint cannot be reached, or the connection fails or times out."""
-
-
 class RestTool(Tool):
     """A tool that calls one HTTP endpoint with the model's arguments.
 
@@ -110,7 +96,8 @@ class RestTool(Tool):
     (parsed if JSON, else text; at most ``max_response_bytes``); any other status raises
     :class:`RestHTTPError`. The tool owns one ``aiohttp`` session, created on first use and closed
     by :meth:`aclose`; pass ``session`` to use yours instead (it is then never closed here, and
-    its cookie jar is yours to mind).
+    its cookie jar is yours to mind). ``requires_approval`` pauses the run for a person's approval
+    before each call, as for any :class:`Tool`.
     """
 
     def __init__(
@@ -128,12 +115,14 @@ class RestTool(Tool):
         max_body_chars: int = 2000,
         max_response_bytes: int = 1_000_000,
         session: aiohttp.ClientSession | None = None,
+        requires_approval: bool = False,
     ) -> None:
         super().__init__(
             name=name,
             description=description,
             parameters=_tool_schema(name, parameters),
             timeout=timeout,
+            requires_approval=requires_approval,
         )
         self.method = method.upper()
         if self.method not in _METHODS:

@@ -35,7 +35,7 @@ from agent_executor import (
 )
 
 from .errors import STATUS_BY_CODE, openai_error, status_for
-from .routes import client_address, stream_events
+from .routes import caller_headers, client_address, stream_events
 from .schemas import describe_validation_error
 from .state import AGENTS, AUTH_USER, REQUEST_ID, STATE
 
@@ -126,7 +126,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             command,
             request_id=request_id,
             client_address=client_address(request),
-            request_headers=request.headers,
+            request_headers=caller_headers(request),
         )
         if result.error is not None:
             return _run_error(result.error)
@@ -135,7 +135,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         command,
         request_id=request_id,
         client_address=client_address(request),
-        request_headers=request.headers,
+        request_headers=caller_headers(request),
     )
     first = await anext(events, None)
     if isinstance(first, ErrorEvent):

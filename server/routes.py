@@ -7,10 +7,11 @@ import ipaddress
 import json
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
@@ -44,7 +45,7 @@ from .state import (
     ServiceState,
 )
 
-__all__ = ["PUBLIC_HANDLERS", "add_routes", "client_address", "stream_events"]
+__all__ = ["PUBLIC_HANDLERS", "add_routes", "caller_headers", "client_address", "stream_events"]
 
 _openapi_cache: dict[str, Any] = {}
 
@@ -73,7 +74,7 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
         command,
         request_id=request[REQUEST_ID],
         client_address=client_address(request),
-        request_headers=request.headers,
+        request_headers=caller_headers(request),
     )
     return await stream_events(request, events, AgentEventEncoder(chat_request.events))
 
@@ -139,7 +140,7 @@ async def chat(request: web.Request) -> web.Response:
         command,
         request_id=request[REQUEST_ID],
         client_address=client_address(request),
-        request_headers=request.headers,
+        request_headers=caller_headers(request),
     )
     headers = {"X-Request-Id": request[REQUEST_ID]}
     if result.error is not None and result.error.retry_after is not None:
@@ -269,6 +270,20 @@ async def _body(request: web.Request) -> dict[str, Any] | web.Response:
     if not isinstance(data, dict):
         return json_error(400, "the body must be a JSON object")
     return data
+
+
+def caller_headers(request: web.Request) -> Mapping[str, str]:
+    """The request's headers as tools see them (:func:`current_run_context`).
+
+    When the caller authenticated with one of this service's API keys, ``Authorization`` carries
+    that key: it is dropped so no tool (a ``RestTool`` allowlisting ``Authorization``, say) can
+    pass the service's own credential on to another host.
+    """
+    if AUTH_USER not in request:
+        return request.headers
+    headers = CIMultiDict(request.headers)
+    headers.popall("Authorization", None)
+    return CIMultiDictProxy(headers)
 
 
 def client_address(request: web.Request) -> str | None:

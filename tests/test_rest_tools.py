@@ -18,6 +18,7 @@ from agent_executor import AgentCommand, ConfigurationError
 from agent_executor.models.scripted import call, text_turn, tool_turn
 from agent_executor.rest import RestConnectionError, RestTool
 from agent_executor.results import ToolCallRecord
+from server.settings import Settings
 
 from .fakes.local import serve_locally
 from .helpers import make_executor
@@ -176,6 +177,25 @@ async def test_the_service_passes_on_only_the_allowlisted_headers(api: FakeApi) 
     assert seen.headers["X-Tenant-Id"] == "acme"
     assert "Cookie" not in seen.headers
     assert "X-Other" not in seen.headers
+
+
+async def test_the_services_own_api_key_is_never_passed_on(api: FakeApi) -> None:
+    async with orders_tool(api.base) as tool:
+        executor = make_executor(
+            [tool_turn(call("orders", {"user_id": "u1"})), text_turn("done")], [tool]
+        )
+        settings = Settings(api_keys={"service-key": "alice"})
+        async with serve(executor, settings) as client:
+            response = await client.post(
+                "/api/chat",
+                json={"message": "my orders"},
+                headers={**CALLER_HEADERS, "Authorization": "Bearer service-key"},
+            )
+
+    assert response.status_code == 200
+    [seen] = api.requests
+    assert "Authorization" not in seen.headers
+    assert seen.headers["X-Tenant-Id"] == "acme"
 
 
 async def test_a_custom_allowlist_passes_on_only_its_names(api: FakeApi) -> None:
