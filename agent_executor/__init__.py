@@ -16,6 +16,8 @@ from .errors import (
     ErrorCode,
     GuardRejection,
     HookRejection,
+    MCPConnectionError,
+    MCPToolError,
     ModelError,
     RestConnectionError,
     RestHTTPError,
@@ -24,6 +26,7 @@ from .errors import (
 )
 from .events import (
     AgentEvent,
+    AgentSelectedEvent,
     ApprovalRequiredEvent,
     DoneEvent,
     ErrorEvent,
@@ -63,6 +66,7 @@ from .output_guard import OutputGuard
 from .ratelimit import InMemoryRateLimitStorage, RateLimitGuard, RateLimitStorage
 from .rest import RestTool
 from .results import AgentResult, ErrorInfo, PendingApproval, ToolCallRecord
+from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
 from .tool_results import ToolResults
 from .tools import FrontendTool, FunctionTool, Tool, tool
 
@@ -75,6 +79,8 @@ __all__ = [
     "AgentExecutor",
     "AgentExecutorError",
     "AgentResult",
+    "AgentRouter",
+    "AgentSelectedEvent",
     "Approval",
     "ApprovalRequiredEvent",
     "AssistantMessage",
@@ -90,6 +96,7 @@ __all__ = [
     "ErrorInfo",
     "EventStream",
     "FrontendTool",
+    "FunctionRouter",
     "FunctionTool",
     "Guard",
     "GuardRejection",
@@ -102,12 +109,15 @@ __all__ = [
     "InputValidationGuard",
     "LiteLLMModel",
     "LogContextFilter",
+    "MCPConnectionError",
+    "MCPToolError",
     "Message",
     "MessageEvent",
     "ModelChunk",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "ModelRouter",
     "OpenAICompatModel",
     "OutputGuard",
     "PendingApproval",
@@ -119,6 +129,8 @@ __all__ = [
     "RestHTTPError",
     "RestTool",
     "RestToolError",
+    "RouteFunction",
+    "Router",
     "RunContext",
     "ScreenVerdict",
     "ScriptExhaustedError",

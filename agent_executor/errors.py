@@ -24,6 +24,8 @@ __all__ = [
     "ErrorCode",
     "GuardRejection",
     "HookRejection",
+    "MCPConnectionError",
+    "MCPToolError",
     "ModelError",
     "RestConnectionError",
     "RestHTTPError",
@@ -127,3 +129,16 @@ class RestHTTPError(RestToolError):
 
 class RestConnectionError(RestToolError):
     """Raised when the endpoint cannot be reached, or the connection fails or times out."""
+
+
+class MCPConnectionError(ConfigurationError):
+    """An MCP server could not be started, connected to or listed within its connect timeout.
+
+    Raised by ``MCPToolset.connect`` (and so on entering the toolset), after every server
+    already connected has been closed again.
+    """
+
+
+class MCPToolError(AgentExecutorError):
+    """Raised by ``MCPTool.invoke`` when the server reports the call failed (``isError``) or
+    its server is not connected; the executor turns it into tool status ``error``."""

@@ -17,6 +17,7 @@ from .results import FinishReason, PendingApproval, ToolCallRecord, ToolStatus
 
 __all__ = [
     "AgentEvent",
+    "AgentSelectedEvent",
     "ApprovalRequiredEvent",
     "DoneEvent",
     "ErrorEvent",
@@ -81,6 +82,20 @@ class ApprovalRequiredEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentSelectedEvent:
+    """A router picked the agent for this request (``json`` mode only on the wire).
+
+    ``selected_by`` is ``router``, or ``default`` when routing fell back to the default agent,
+    with the reason in ``detail``.
+    """
+
+    agent: str
+    selected_by: Literal["router", "default"]
+    detail: str | None = None
+    type: Literal["agent_selected"] = field(default="agent_selected", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run failed; always followed by exactly one :class:`DoneEvent`."""
 
@@ -109,6 +124,7 @@ AgentEvent = Annotated[
     | ToolEndEvent
     | ToolCallEvent
     | ApprovalRequiredEvent
+    | AgentSelectedEvent
     | ErrorEvent
     | DoneEvent,
     Field(discriminator="type"),

@@ -126,6 +126,7 @@ class AgentExecutor:
         tracer: object | bool | None = None,
         approval_secret: bytes | str | None = None,
         name: str = "default",
+        description: str = "",
     ) -> None:
         if max_concurrency < 1 or max_turns < 1 or max_parallel_tools < 1 or max_tool_calls < 0:
             raise ConfigurationError(
@@ -133,6 +134,7 @@ class AgentExecutor:
                 ">= 1 and max_tool_calls >= 0"
             )
         self.name = name
+        self.description = description
         self.model: ChatModel = resolve_model(model)
         reserve = getattr(self.model, "reserve_connections", None)
         if reserve is not None:
@@ -606,6 +608,10 @@ class AgentExecutor:
                     message="the conversation could not be saved",
                 )
             )
+
+    async def waiting_for_approval(self, user_id: str | None, session_id: str) -> bool:
+        """Whether a run of this session is paused for approval (and may be resumed here)."""
+        return await self._pending_store.load_pending(user_id, session_id) is not None
 
     @property
     def _pending_store(self) -> PendingRunStore:

@@ -21,7 +21,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import sys
@@ -31,6 +30,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -42,8 +42,8 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ._version import __version__
-from .errors import AgentExecutorError, ConfigurationError
-from .tools import Tool, ToolArgumentsError, serialize_result
+from .errors import ConfigurationError, MCPConnectionError, MCPToolError
+from .tools import Tool, serialize_result
 
 __all__ = [
     "MCPConfig",
@@ -61,30 +61,9 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _UNSAFE_RE = re.compile(r"[^A-Za-z0-9_-]")
 _ENV_REF_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PREFIX_SEPARATOR = "__"
+_CLOSE_GRACE_SECONDS = 10.0
 _TransportName = Literal["stdio", "http", "streamable-http", "streamable_http", "streamableHttp"]
 _HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
-class MCPConnectionError(ConfigurationError):
-    """An MCP server could not be started, connected to or listed within its connect timeout.
-
-    Raised by :meth:`MCPToolset.connect` (and so on entering the toolset), after every server
-    already connected has been closed again.
-    """
-
-
-class MCPToolError(AgentExecutorError):
-    """Raised by :meth:`MCPTool.invoke` when the server reports the call failed (``isError``)
-    or its server is not connected; the executor turns it into tool status ``error``."""
 
 
 class MCPServerConfig(BaseModel):
@@ -96,15 +75,16 @@ class MCPServerConfig(BaseModel):
     ``autoApprove``) are ignored with a warning.
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     type: _TransportName | None = None
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: dict[str, str] = Field(default_factory=dict)
+    # Kept out of repr(): they often carry secrets (tokens, API keys).
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
     cwd: str | None = None
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
     disabled: bool = False
     connect_timeout_seconds: float = Field(default=30.0, gt=0)
     tool_timeout_seconds: float | None = Field(default=None, gt=0)
@@ -136,8 +116,12 @@ class MCPServerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("give either 'command' (stdio) or 'url' (streamable HTTP), not both")
+        if self.command is None and self.url is None:
+            raise ValueError("give a 'command' (stdio) or a 'url' (streamable HTTP)")
+        if self.command is not None and self.url is not None:
+            raise ValueError(
+                "give either a 'command' (stdio) or a 'url' (streamable HTTP), not both"
+            )
         if self.type == "stdio" and self.command is None:
             raise ValueError("type 'stdio' needs a 'command'")
         if self.type in _HTTP_TYPES and self.url is None:
@@ -191,9 +175,9 @@ class MCPTool(Tool):
 
     ``name`` is what the model sees (prefixed with the server's name if another server has a
     tool of the same name); ``remote_name`` is the server's own name for it. Arguments are
-    checked against the server's schema lightly (required and unknown keys, top-level JSON
-    types) so obvious mistakes come back as ``invalid_arguments`` without a round trip; the
-    server validates fully.
+    checked against the server's schema lightly (:meth:`Tool.parse_arguments`: required and
+    unknown keys, top-level JSON types) so obvious mistakes come back as ``invalid_arguments``
+    without a round trip; the server validates fully.
     """
 
     def __init__(
@@ -213,12 +197,6 @@ class MCPTool(Tool):
         self.server = connection.name
         self.remote_name = remote.name
         self._connection = connection
-
-    def parse_arguments(self, raw: str) -> dict[str, Any]:
-        """Decode the JSON arguments and check them against the server's input schema."""
-        arguments = super().parse_arguments(raw)
-        _check_arguments(self.parameters, arguments)
-        return arguments
 
     async def invoke(self, arguments: dict[str, Any]) -> str:
         """Call the tool on its server; raise :class:`MCPToolError` if the server says it failed.
@@ -418,10 +396,10 @@ class _Connection:
                 f"MCP server {self.name!r} did not answer within "
                 f"{self.config.connect_timeout_seconds} s"
             ) from None
-        if self._error is not None:
+        if self.client is None:
+            reason = "closed while connecting" if self._error is None else _describe(self._error)
             raise MCPConnectionError(
-                f"cannot connect to MCP server {self.name!r} "
-                f"({_where(self.config)}): {_describe(self._error)}"
+                f"cannot connect to MCP server {self.name!r} ({_where(self.config)}): {reason}"
             ) from self._error
 
     async def close(self) -> None:
@@ -432,6 +410,11 @@ class _Connection:
         if not self._ready.is_set():
             self._scope.cancel()  # still connecting: give up on it
         with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(_CLOSE_GRACE_SECONDS):
+                await self._done.wait()
+            # A server slow to say goodbye (an HTTP session DELETE that hangs) is cut off; the
+            # SDK still stops a stdio process, shielded and bounded.
+            self._scope.cancel()
             await self._done.wait()
 
     async def _hold(self) -> None:
@@ -550,56 +533,6 @@ def _parameters(schema: Mapping[str, Any]) -> dict[str, Any]:
     return parameters
 
 
-def _check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-    """Required keys, unknown keys (if the schema forbids them) and top-level JSON types."""
-    properties = schema.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
-    problems: list[str] = []
-    required = schema.get("required")
-    if isinstance(required, list):
-        missing = [key for key in required if isinstance(key, str) and key not in arguments]
-        if missing:
-            problems.append(f"missing required argument(s): {', '.join(missing)}")
-    if schema.get("additionalProperties") is False:
-        unknown = [key for key in arguments if key not in properties]
-        if unknown:
-            expected = ", ".join(properties) or "none"
-            problems.append(f"unknown argument(s): {', '.join(unknown)} (expected: {expected})")
-    for key, value in arguments.items():
-        spec = properties.get(key)
-        if isinstance(spec, Mapping) and not _has_type(value, spec.get("type")):
-            problems.append(f"{key}: expected {_type_text(spec['type'])}, got {_json_type(value)}")
-    if problems:
-        raise ToolArgumentsError("invalid arguments: " + "; ".join(problems))
-
-
-def _has_type(value: object, expected: object) -> bool:
-    """Whether ``value`` is of the JSON Schema ``type`` (a name or a list); unknown → true."""
-    names = [expected] if isinstance(expected, str) else expected
-    if not isinstance(names, list) or not all(name in _JSON_TYPES for name in names):
-        return True  # no type, or one this light check does not know: the server decides
-    return any(_is_json_type(value, name) for name in names)
-
-
-def _is_json_type(value: object, name: str) -> bool:
-    if isinstance(value, bool):
-        return name == "boolean"
-    if name == "integer" and isinstance(value, float):
-        return math.isfinite(value) and value.is_integer()
-    return isinstance(value, _JSON_TYPES[name])
-
-
-def _type_text(expected: object) -> str:
-    return " or ".join(expected) if isinstance(expected, list) else str(expected)
-
-
-def _json_type(value: object) -> str:
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _is_json_type(value, name) and not (name == "integer" and isinstance(value, float)):
-            return name
-    return type(value).__name__
-
-
 def _content_text(blocks: Sequence[mcp_types.ContentBlock]) -> str:
     """Content blocks as text for the model: text as is, everything else described."""
     parts: list[str] = []
@@ -640,7 +573,9 @@ def _grouped(exc: BaseException) -> tuple[BaseException, ...]:
 def _where(config: MCPServerConfig) -> str:
     if config.command is not None:
         return f"command {config.command!r}"
-    return f"url {config.url!r}"
+    # Only the origin: some services put a secret key in the URL's path or query.
+    parts = urlsplit(config.url or "")
+    return f"url {parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}/..."
 
 
 def _describe(exc: BaseException) -> str:

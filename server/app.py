@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import anyio
 from aiohttp import web
 
-from agent_executor import AgentExecutor
+from agent_executor import AgentExecutor, AgentRouter
 
 from . import routes
 from .errors import error_for
@@ -29,7 +29,6 @@ from .state import (
     SETTINGS,
     STATE,
     TRUSTED_PROXIES,
-    Agents,
     ServiceState,
 )
 
@@ -42,22 +41,22 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def create_app(
-    executor_or_agents: AgentExecutor | Mapping[str, AgentExecutor],
+    agents: AgentExecutor | Mapping[str, AgentExecutor] | AgentRouter,
     settings: Settings | None = None,
 ) -> web.Application:
-    """An aiohttp application serving one agent, or several by name (SPEC section 4)."""
+    """An aiohttp application serving one agent, or several by name (SPEC section 4).
+
+    Give an :class:`AgentRouter` for a router picking the agent of requests that name none;
+    a mapping's default agent is ``settings.default_agent`` if it names one, else the first.
+    """
     settings = settings or Settings()
-    if isinstance(executor_or_agents, AgentExecutor):
-        agents = Agents({executor_or_agents.name: executor_or_agents}, executor_or_agents.name)
-    else:
-        if not executor_or_agents:
+    if isinstance(agents, AgentExecutor):
+        agents = AgentRouter({agents.name: agents})
+    elif not isinstance(agents, AgentRouter):
+        if not agents:
             raise ValueError("create_app needs at least one agent")
-        default = (
-            settings.default_agent
-            if settings.default_agent in executor_or_agents
-            else next(iter(executor_or_agents))
-        )
-        agents = Agents(dict(executor_or_agents), default)
+        default = settings.default_agent if settings.default_agent in agents else None
+        agents = AgentRouter(agents, default=default)
     app = web.Application(
         client_max_size=settings.max_body_bytes,
         middlewares=[
@@ -74,7 +73,7 @@ def create_app(
     )
     interval = min(settings.heartbeat_seconds, settings.write_timeout_seconds / 2, 1.0)
     state = ServiceState(
-        metrics=agents.by_name[agents.default].metrics, monitor=StreamMonitor(interval)
+        metrics=agents.agents[agents.default].metrics, monitor=StreamMonitor(interval)
     )
     state.streams_idle.set()
     app[STATE] = state
@@ -214,5 +213,4 @@ async def _start_monitor(app: web.Application) -> None:
 
 async def _close_agents(app: web.Application) -> None:
     await app[STATE].monitor.stop()
-    for executor in app[AGENTS].by_name.values():
-        await executor.aclose()
+    await app[AGENTS].aclose()

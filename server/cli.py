@@ -12,10 +12,10 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import disable_created_metrics
@@ -42,7 +42,12 @@ from .app import create_app
 from .schemas import describe_validation_error
 from .settings import Settings
 
+if TYPE_CHECKING:
+    from agent_executor.mcp import MCPConfig
+
 __all__ = ["build_parser", "main"]
+
+Environ = Mapping[str, str]
 
 logger = logging.getLogger("server")
 
@@ -79,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--tools",
         help="comma-separated modules whose @tool functions to register "
         "(env AGENT_TOOLS; default: the demo tools)",
+    )
+    add(
+        "--mcp",
+        metavar="CONFIG.json",
+        help="MCP servers whose tools to register (the usual mcpServers JSON file; "
+        "needs the [mcp] extra)",
+    )
+    add(
+        "--approval-secret",
+        help="secret signing approval tokens, so they outlive a restart "
+        "(env AGENT_APPROVAL_SECRET; default: random per process)",
     )
     add("--system-prompt", help="default system prompt")
     add("--max-concurrency", type=int, default=16, help="runs at once (default 16)")
@@ -119,37 +135,83 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``agent-executor`` console script."""
     args = build_parser().parse_args(argv)
     _configure_logging(args.log_format, os.environ.get("LOG_LEVEL", "INFO"))
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # half the series, none used
     try:
-        settings, executor = _build(args, os.environ)
-    except CliError as exc:
+        if args.mcp:
+            settings = _settings(args, os.environ)
+            app: web.Application | Awaitable[web.Application] = _app_with_mcp(
+                args, os.environ, _mcp_config(args.mcp)
+            )
+        else:
+            settings, executor = _build(args, os.environ)
+            app = _app(executor, settings)
+        web.run_app(
+            app,
+            host=settings.host,
+            port=settings.port,
+            handler_cancellation=True,
+            shutdown_timeout=settings.shutdown_grace_seconds + 5,
+            backlog=4096,  # bursts of thousands of connects (the kernel caps it at somaxconn)
+            print=None,
+        )
+    except (CliError, ConfigurationError) as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
-    disable_created_metrics()  # type: ignore[no-untyped-call]  # half the series, none used
+    logger.info("agent-executor stopped")
+    return 0
+
+
+def _app(executor: AgentExecutor, settings: Settings) -> web.Application:
     app = create_app(executor, settings)
-    tools = ", ".join(executor.tools) or "none"
     logger.info(
         "agent-executor listening on http://%s:%d (model: %s; tools: %s)",
         settings.host,
         settings.port,
         _describe(executor.model),
-        tools,
+        ", ".join(executor.tools) or "none",
     )
-    web.run_app(
-        app,
-        host=settings.host,
-        port=settings.port,
-        handler_cancellation=True,
-        shutdown_timeout=settings.shutdown_grace_seconds + 5,
-        backlog=4096,  # bursts of thousands of connects (the kernel caps it at somaxconn)
-        print=None,
-    )
-    logger.info("agent-executor stopped")
-    return 0
+    return app
 
 
-def _build(
-    args: argparse.Namespace, env: os._Environ[str] | dict[str, str]
-) -> tuple[Settings, AgentExecutor]:
+async def _app_with_mcp(
+    args: argparse.Namespace, env: Environ, config: MCPConfig
+) -> web.Application:
+    """The app, built inside the service's event loop once the MCP servers are connected.
+
+    The toolset stays open for the app's lifetime and is closed on cleanup (after the streams
+    have drained), which stops every stdio server process.
+    """
+    from agent_executor.mcp import MCPToolset
+
+    tool_modules = args.tools or env.get("AGENT_TOOLS")
+    own = _load_tools(tool_modules) if tool_modules else []
+    toolset = await MCPToolset.start(config, reserved_names=[t.name for t in own])
+    try:
+        settings, executor = _build(args, env, toolset.tools)
+        app = _app(executor, settings)
+    except BaseException:
+        await toolset.aclose()
+        raise
+
+    async def close_mcp(_app: web.Application) -> None:
+        await toolset.aclose()
+
+    app.on_cleanup.append(close_mcp)
+    return app
+
+
+def _mcp_config(path: str) -> MCPConfig:
+    try:
+        from agent_executor.mcp import load_config
+    except ImportError:
+        raise CliError("--mcp needs the MCP SDK: pip install 'agent-executor[mcp]'") from None
+    try:
+        return load_config(path)
+    except ConfigurationError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _settings(args: argparse.Namespace, env: Environ) -> Settings:
     for name, what in _NOT_YET.items():
         if getattr(args, name) or (name == "redis_url" and env.get("REDIS_URL")):
             raise CliError(f"{what} is not available in this version yet")
@@ -165,8 +227,19 @@ def _build(
         )
     except ValidationError as exc:
         raise CliError(describe_validation_error(exc)) from None
+    return settings
+
+
+def _build(
+    args: argparse.Namespace, env: Environ, mcp_tools: Sequence[Tool] = ()
+) -> tuple[Settings, AgentExecutor]:
+    """The settings and the agent; the demo tools only when no tools are configured at all."""
+    settings = _settings(args, env)
     tool_modules = args.tools or env.get("AGENT_TOOLS")
-    tools = _load_tools(tool_modules) if tool_modules else list(DEMO_TOOLS)
+    tools = _load_tools(tool_modules) if tool_modules else []
+    tools += mcp_tools
+    if not tool_modules and not args.mcp:
+        tools = list(DEMO_TOOLS)
     executor = AgentExecutor(
         model=_model(args, env),
         tools=tools,
@@ -176,6 +249,7 @@ def _build(
         max_concurrency=args.max_concurrency,
         request_timeout=args.request_timeout,
         max_tool_calls=args.max_tool_calls,
+        approval_secret=args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None,
     )
     return settings, executor
 
@@ -200,7 +274,7 @@ def _guards(args: argparse.Namespace) -> list[Guard]:
     return guards
 
 
-def _model(args: argparse.Namespace, env: os._Environ[str] | dict[str, str]) -> ChatModel:
+def _model(args: argparse.Namespace, env: Environ) -> ChatModel:
     name = args.model or env.get("LLM_MODEL") or "demo"
     params: dict[str, Any] = {}
     if env.get("LLM_TEMPERATURE"):

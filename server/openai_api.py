@@ -95,7 +95,7 @@ def add_openai_routes(app: web.Application) -> None:
 async def models(request: web.Request) -> web.Response:
     """The configured agents, in OpenAI's list shape."""
     agents = request.app[AGENTS]
-    names = ["default", *sorted(n for n in agents.by_name if n != "default")]
+    names = ["default", *sorted(n for n in agents.agents if n != "default")]
     data = [
         {"id": n, "object": "model", "created": _CREATED, "owned_by": "agent-executor"}
         for n in names

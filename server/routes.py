@@ -19,6 +19,8 @@ from agent_executor import (
     AgentCommand,
     AgentEvent,
     AgentExecutor,
+    AgentSelectedEvent,
+    ConfigurationError,
     DoneEvent,
     ErrorEvent,
     EventStream,
@@ -67,7 +69,7 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
     parsed = await _parse(request)
     if isinstance(parsed, web.Response):
         return parsed
-    chat_request, executor, command = parsed
+    chat_request, executor, command, selection = parsed
     if request.app[STATE].shutting_down:
         return json_error(503, "the server is shutting down", **{"Retry-After": "5"})
     events = executor.execute_stream(
@@ -76,7 +78,8 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
         client_address=client_address(request),
         request_headers=caller_headers(request),
     )
-    return await stream_events(request, events, AgentEventEncoder(chat_request.events))
+    encoder = AgentEventEncoder(chat_request.events)
+    return await stream_events(request, events, encoder, selection, agent=executor.name)
 
 
 async def stream_events(
@@ -84,13 +87,18 @@ async def stream_events(
     events: EventStream,
     encoder: EventEncoder,
     first: AgentEvent | None = None,
+    *,
+    agent: str | None = None,
 ) -> web.StreamResponse:
     """Answer ``request`` with ``events`` as SSE: heartbeats, disconnects, shutdown included.
 
-    ``first`` is an event already taken from ``events`` (to decide the HTTP status by it).
+    ``first`` is sent before ``events`` (one already taken from them to decide the HTTP status
+    by it, or the router's pick); ``agent`` names the agent in an ``X-Agent`` header.
     """
     state, settings = request.app[STATE], request.app[SETTINGS]
     headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
+    if agent is not None:
+        headers["X-Agent"] = agent
     response = web.StreamResponse(headers=headers)
     await response.prepare(request)
     writer = SSEWriter(
@@ -135,14 +143,14 @@ async def chat(request: web.Request) -> web.Response:
     parsed = await _parse(request)
     if isinstance(parsed, web.Response):
         return parsed
-    _, executor, command = parsed
+    _, executor, command, _ = parsed
     result = await executor.execute(
         command,
         request_id=request[REQUEST_ID],
         client_address=client_address(request),
         request_headers=caller_headers(request),
     )
-    headers = {"X-Request-Id": request[REQUEST_ID]}
+    headers = {"X-Request-Id": request[REQUEST_ID], "X-Agent": executor.name}
     if result.error is not None and result.error.retry_after is not None:
         headers["Retry-After"] = str(math.ceil(result.error.retry_after))
     return web.Response(
@@ -168,10 +176,10 @@ async def tool_result(request: web.Request) -> web.Response:
         return json_error(400, describe_validation_error(exc))
     user_id = request.get(AUTH_USER) or request.headers.get("X-User-Id") or answer.user_id
     agents = request.app[AGENTS]
-    names = [answer.agent] if answer.agent else list(agents.by_name)
+    names = [answer.agent] if answer.agent else list(agents.agents)
     outcome = "unknown"
     for name in names:
-        executor = agents.by_name.get(name)
+        executor = agents.agents.get(name)
         if executor is None:
             continue
         outcome = executor.tool_results.deliver(
@@ -223,8 +231,10 @@ async def index(request: web.Request) -> web.FileResponse:
 
 async def _parse(
     request: web.Request,
-) -> tuple[ChatRequest, AgentExecutor, AgentCommand] | web.Response:
-    """Validate a chat request; a 400 ``{"error": ...}`` response if anything is wrong."""
+) -> tuple[ChatRequest, AgentExecutor, AgentCommand, AgentSelectedEvent | None] | web.Response:
+    """Validate a chat request and pick its agent; a 400 ``{"error": ...}`` response if anything
+    is wrong. The agent is the one named, the one whose run a resume continues, or the router's
+    pick (then announced by the returned event)."""
 
     data = _query(request) if request.method == "GET" else await _body(request)
     if isinstance(data, web.Response):
@@ -234,15 +244,13 @@ async def _parse(
     except ValidationError as exc:
         return json_error(400, describe_validation_error(exc))
     agents = request.app[AGENTS]
-    executor = agents.get(chat_request.agent)
-    if executor is None:
-        return json_error(
-            400,
-            f"unknown agent {chat_request.agent!r}; configured agents: "
-            f"{', '.join(sorted(agents.by_name))}",
-        )
     user_id = request.get(AUTH_USER) or request.headers.get("X-User-Id") or chat_request.user_id
-    return chat_request, executor, chat_request.to_command(user_id)
+    command = chat_request.to_command(user_id)
+    try:
+        executor, selection = await agents.resolve(command, chat_request.agent)
+    except ConfigurationError as exc:
+        return json_error(400, str(exc))
+    return chat_request, executor, command, selection
 
 
 def _query(request: web.Request) -> dict[str, Any] | web.Response:

@@ -23,6 +23,7 @@ from aiohttp import web
 
 from agent_executor import (
     AgentEvent,
+    AgentSelectedEvent,
     ApprovalRequiredEvent,
     DoneEvent,
     ErrorEvent,
@@ -117,6 +118,8 @@ def _json_fields(event: AgentEvent) -> dict[str, Any]:
             "arguments": event.arguments,
             "approval_token": event.approval_token,
         }
+    if isinstance(event, AgentSelectedEvent):
+        return {"agent": event.agent, "selected_by": event.selected_by, "detail": event.detail}
     done: dict[str, Any] = {
         "finish_reason": event.finish_reason,
         "usage": event.usage.model_dump() if event.usage else None,
@@ -155,8 +158,12 @@ class AgentEventEncoder:
     def encode(self, event: AgentEvent) -> bytes:
         event_id = self._next_id
         self._next_id = event_id + 1
-        if type(event) is MessageEvent and self._mode == "text":
-            return frame("message", event.text, event_id)
+        if self._mode == "text":
+            if type(event) is MessageEvent:
+                return frame("message", event.text, event_id)
+            if type(event) is AgentSelectedEvent:
+                self._next_id = event_id
+                return b""
         return frame(event.type, encode_data(event, self._mode), event_id)
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
 
-from agent_executor import AgentExecutor
+from agent_executor import AgentRouter
 from agent_executor.metrics import Metrics
 
 from .keys import AUTH_USER, REQUEST_ID
@@ -26,22 +25,10 @@ __all__ = [
     "STATE",
     "STATIC_DIR",
     "TRUSTED_PROXIES",
-    "Agents",
     "ServiceState",
 ]
 
 STATIC_DIR = Path(__file__).parent / "static"
-
-
-@dataclass(frozen=True)
-class Agents:
-    """The configured agents by name, and which one answers requests that name none."""
-
-    by_name: Mapping[str, AgentExecutor]
-    default: str
-
-    def get(self, name: str | None) -> AgentExecutor | None:
-        return self.by_name.get(self.default if name is None else name)
 
 
 @dataclass
@@ -64,6 +51,6 @@ TRUSTED_PROXIES = web.AppKey(
     "trusted_proxies", tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 )
 """The parsed ``Settings.trusted_proxies``."""
-AGENTS = web.AppKey("agents", Agents)
+AGENTS = web.AppKey("agents", AgentRouter)
 SETTINGS = web.AppKey("settings", Settings)
 STATE = web.AppKey("state", ServiceState)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,8 +22,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agent_executor import AgentCommand, ConfigurationError, Hook, HookRejection, RunContext
-from agent_executor.messages import ToolCall
+from agent_executor import (
+    AgentCommand,
+    ConfigurationError,
+    Hook,
+    HookRejection,
+    RunContext,
+    ToolCall,
+)
 from agent_executor.mcp import (
     MCPConfig,
     MCPConnectionError,
@@ -35,7 +42,7 @@ from agent_executor.models.scripted import call, text_turn, tool_turn
 from agent_executor.results import AgentResult
 
 from .helpers import make_executor, sample
-from .server_helpers import free_port
+from .server_helpers import free_port, serve
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 TOOL_NAMES = [
@@ -241,6 +248,24 @@ async def test_a_hook_can_reject_an_mcp_tool(toolset: MCPToolset) -> None:
     assert sample(registry, "agent_executor_tool_calls_total", tool="add", status="rejected") == 1
 
 
+async def test_the_service_runs_mcp_tools(toolset: MCPToolset) -> None:
+    executor = make_executor(
+        [tool_turn(call("add", {"a": 20, "b": 22})), text_turn("42")], toolset.tools
+    )
+
+    async with serve(executor) as client:
+        response = await client.post("/api/chat", json={"message": "20 + 22?"})
+
+    body = response.json()
+    assert body["content"] == "42"
+    [record] = body["tool_calls"]
+    assert (record["tool"], record["status"], record["result"]) == (
+        "add",
+        "success",
+        '{"result":42}',
+    )
+
+
 async def test_stdio_servers_get_their_env_and_are_stopped_on_close(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -266,6 +291,17 @@ async def test_stdio_servers_get_their_env_and_are_stopped_on_close(
     with pytest.raises(RuntimeError, match="not connected"):
         _ = toolset.tools
     await toolset.aclose()  # closing twice is harmless
+
+
+async def test_a_crashed_server_gives_errors_not_hangs() -> None:
+    async with MCPToolset.from_config({"mcpServers": {"test": stdio_server()}}) as toolset:
+        result, _ = await run(toolset, call("pid"))
+        os.kill(json.loads(result.tool_calls[0].result)["result"], signal.SIGKILL)
+        result, _ = await run(toolset, call("add", {"a": 1, "b": 2}))
+
+    [(tool, status, text)] = outcomes(result)
+    assert (tool, status) == ("add", "error")
+    assert text.startswith("MCPError: ")
 
 
 async def test_http_servers_get_the_configured_headers(
@@ -326,7 +362,7 @@ async def test_a_server_that_never_answers_times_out() -> None:
     silent = {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"]}
     config = {"mcpServers": {"silent": {**silent, "connect_timeout_seconds": 0.5}}}
     started = time.monotonic()
-    with pytest.raises(MCPConnectionError, match="did not answer within 0.5 s"):
+    with pytest.raises(MCPConnectionError, match=r"did not answer within 0\.5 s"):
         await MCPToolset.start(config)
     assert time.monotonic() - started < 5
 
@@ -374,8 +410,8 @@ def test_load_config_reads_the_mcp_servers_file(
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"command": "x", "url": "http://h/mcp"}, "either 'command'"),
-        ({}, "either 'command'"),
+        ({"command": "x", "url": "http://h/mcp"}, "not both"),
+        ({}, "give a 'command'"),
         ({"type": "sse", "url": "http://h/sse"}, "SSE transport is not supported"),
         ({"type": "stdio", "url": "http://h/mcp"}, "needs a 'command'"),
         ({"url": "ftp://h/mcp"}, "http:// or https://"),
@@ -408,3 +444,7 @@ def test_unreadable_config_files_are_configuration_errors(tmp_path: Path) -> Non
 def test_configs_can_be_built_in_python() -> None:
     config = MCPConfig(servers={"w": MCPServerConfig(url="https://example.com/mcp")})
     assert MCPToolset(config).config.servers["w"].transport == "http"
+    # VS Code's mcp.json says "servers"
+    vscode = {"servers": {"w": {"type": "http", "url": "https://example.com/mcp"}}}
+    [(name, entry)] = MCPToolset.from_config(vscode).config.servers.items()
+    assert (name, entry.transport, entry.url) == ("w", "http", "https://example.com/mcp")

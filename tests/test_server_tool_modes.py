@@ -7,7 +7,7 @@ import json
 import anyio
 import httpx
 
-from agent_executor import FrontendTool, tool
+from agent_executor import FrontendTool, InMemoryConversationStore, tool
 from agent_executor.approvals import ASK_USER
 from agent_executor.models.scripted import call, tool_turn
 from server import Settings
@@ -190,6 +190,43 @@ async def test_approve_and_reject_through_the_service() -> None:
     ends = [json.loads(d) for k, d in parse(rejected.text) if k == "tool_end"]
     assert ends[0]["status"] == "rejected"
     assert deleted == ["a.txt"]
+
+
+async def test_a_paused_run_resumes_after_a_restart_with_the_same_store_and_secret() -> None:
+    """The service goes away between the pause and the resume: a new executor on the same
+    conversation store and approval secret (``--approval-secret``) picks the run up; one with
+    another secret refuses the token and leaves the paused run as it was."""
+    deleted.clear()
+    store = InMemoryConversationStore()
+    first = make_executor(
+        [tool_turn(call("delete_file", {"path": "a.txt"}, id="d"))],
+        [delete_file],
+        memory=store,
+        approval_secret="s3cret",
+    )
+    async with serve(first, KEYS) as client:
+        approval = await pause(client, ALICE)
+    await first.aclose()
+
+    decision = {
+        "session_id": "s",
+        "approvals": [
+            {"call_id": "d", "approved": True, "approval_token": approval["approval_token"]}
+        ],
+    }
+    stranger = make_executor(["never"], [delete_file], memory=store, approval_secret="other")
+    async with serve(stranger, KEYS) as client:
+        refused = await client.post("/api/chat", headers=ALICE, json=decision)
+    restarted = make_executor(["Deleted."], [delete_file], memory=store, approval_secret="s3cret")
+    async with serve(restarted, KEYS) as client:
+        resumed = await client.post("/api/chat", headers=ALICE, json=decision)
+
+    assert refused.status_code == 400
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["content"] == "Deleted."
+    assert deleted == ["a.txt"]
+    history = await store.load("alice", "s")
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
 
 
 async def test_ask_user_through_the_service() -> None:

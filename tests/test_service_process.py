@@ -12,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agent_executor import ToolCall
+from agent_executor.approvals import ApprovalSigner
 from server.cli import CliError, _api_keys, _build, build_parser
 
 from .server_helpers import ROOT, service_process
@@ -114,6 +116,8 @@ def test_python_dash_m_server_and_the_console_script_share_flags() -> None:
         "--api-keys-file",
         "--cors-origins",
         "--log-format",
+        "--mcp",
+        "--approval-secret",
     ):
         assert flag in out
 
@@ -138,6 +142,20 @@ def test_environment_configures_the_model() -> None:
     )
 
     assert executor.model.name == "openai/gpt-4o-mini"
+
+
+def test_the_approval_secret_comes_from_the_flag_or_the_environment() -> None:
+    call = ToolCall(id="c", name="delete_file", arguments='{"path": "a"}')
+    expected = ApprovalSigner("s3cret").token("alice", "s", call)
+    parser = build_parser()
+
+    _, flagged = _build(parser.parse_args(["serve", "--approval-secret", "s3cret"]), {})
+    _, from_env = _build(parser.parse_args(["serve"]), {"AGENT_APPROVAL_SECRET": "s3cret"})
+    _, random = _build(parser.parse_args(["serve"]), {})
+
+    assert flagged._signer.token("alice", "s", call) == expected
+    assert from_env._signer.token("alice", "s", call) == expected
+    assert random._signer.token("alice", "s", call) != expected
 
 
 def test_api_keys_file_format(tmp_path: Path) -> None:
