@@ -237,12 +237,13 @@ class ToolRunner:
 
     async def _from_client(self, run: Run, call: ToolCall, arguments: dict[str, Any]) -> Any:
         """Ask the client to run a frontend tool (a ``tool_call`` event) and wait for it."""
-        answer = self._tool_results.expect(call.id, run.ctx.user_id)
+        user = run.ctx.user_id
+        answer = self._tool_results.expect(call.id, user)
         run.emit(ToolCallEvent(tool=call.name, call_id=call.id, arguments=arguments))
         try:
             result, error = await answer
         finally:
-            self._tool_results.forget(call.id)
+            self._tool_results.forget(call.id, user, answer)
         if error is not None:
             raise ClientToolError(error)
         return result

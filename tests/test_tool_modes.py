@@ -21,6 +21,7 @@ from agent_executor import (
     tool,
 )
 from agent_executor.approvals import ASK_USER, Approval
+from agent_executor.models import ModelRequest
 from agent_executor.models.scripted import call, tool_turn
 
 from .helpers import make_executor
@@ -362,4 +363,47 @@ async def test_cancel_while_waiting_for_the_client_leaves_nothing_behind() -> No
     with anyio.move_on_after(0.1):
         await executor.execute(AgentCommand(user_prompt="where?", user_id="u"))
 
+    assert len(executor.tool_results) == 0
+
+
+def echo_result(request: ModelRequest) -> str:
+    """A model turn answering with the tool result it was given."""
+    last = request.messages[-1]
+    assert isinstance(last, ToolMessage)
+    return f"got {last.content}"
+
+
+async def test_runs_that_reuse_a_call_id_get_their_own_answers() -> None:
+    """Models such as local ones number their calls (``call_0``): two users' runs waiting on
+    the same id each get their own answer; the same user's second run cannot be told apart from
+    the first, so its call fails instead of taking the other's answer."""
+    turn = tool_turn(call("get_browser_timezone", id="call_0"))
+    executor = make_executor([turn] * 3 + [echo_result] * 3, [BROWSER_TZ])
+    results: dict[str, str] = {}
+
+    async def run(name: str, user: str) -> None:
+        result = await executor.execute(AgentCommand(user_prompt="tz?", user_id=user))
+        results[name] = f"{result.tool_calls[0].status}: {result.content}"
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, "alice", "alice")
+            while not executor.tool_results.waiting_for("call_0", "alice"):
+                await anyio.sleep(0.001)
+            tg.start_soon(run, "bob", "bob")
+            while not executor.tool_results.waiting_for("call_0", "bob"):
+                await anyio.sleep(0.001)
+            tg.start_soon(run, "alice again", "alice")
+            while "alice again" not in results:
+                await anyio.sleep(0.001)
+            assert executor.tool_results.deliver("call_0", "bob", result="Asia/Tokyo") == (
+                "delivered"
+            )
+            assert executor.tool_results.deliver("call_0", "alice", result="Europe/Oslo") == (
+                "delivered"
+            )
+
+    assert results["alice"] == "success: got Europe/Oslo"
+    assert results["bob"] == "success: got Asia/Tokyo"
+    assert results["alice again"].startswith("error: got ClientToolError: another call")
     assert len(executor.tool_results) == 0
