@@ -194,6 +194,7 @@ _SSE_EVENT: dict[str, Any] = {
                 "tool_end",
                 "tool_call",
                 "approval_required",
+                "agent_selected",
                 "error",
                 "done",
             ]
