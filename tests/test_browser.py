@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, Request, async_playwright, expect
+from playwright.async_api import Browser, Page, Request, Route, async_playwright, expect
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -397,3 +397,149 @@ async def test_sse_parser_matches_the_browsers_eventsource(page: Page) -> None:
     ]
     # the page's parser gives the same events however the bytes are split into chunks
     assert await page.evaluate(PARSE_AT_EVERY_SPLIT, TRICKY_STREAM) == [native]
+
+
+# ---- the page's own client tool: get_browser_timezone ----------------------------------------
+
+TOOL_RESULT_PATH = "/api/chat/tool-result"
+
+
+def record_tool_results(page: Page) -> list[Request]:
+    """Every request the page makes to the tool-result endpoint."""
+    seen: list[Request] = []
+    page.on(
+        "request",
+        lambda request: (
+            seen.append(request) if urlsplit(request.url).path == TOOL_RESULT_PATH else None
+        ),
+    )
+    return seen
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def tokyo_page(browser: Browser, service: Service) -> AsyncIterator[Page]:
+    """A page whose browser says it is in Asia/Tokyo (whatever the machine's own zone is)."""
+    context = await browser.new_context(base_url=service.base_url, timezone_id="Asia/Tokyo")
+    page = await context.new_page()
+    try:
+        yield page
+    finally:
+        await context.close()
+
+
+async def ask_my_time_zone(page: Page) -> tuple[dict[str, Any], str]:
+    """Ask, wait for the reply to finish; the stream request's body and the reply's text."""
+    streams = record_stream_requests(page)
+    await page.goto("/")
+    assert await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone") == "Asia/Tokyo"
+    await ask(page, "what is my time zone?")
+    reply = page.locator(".message.assistant").first
+    # no answer from the page would leave the run waiting for its tool, far longer than this
+    await expect(reply).to_have_class(re.compile(r"\bdone\b"), timeout=WAIT_MS)
+    await expect(page.locator("#input")).to_be_enabled()
+    [stream] = streams
+    text = await reply.text_content()
+    assert text is not None
+    return json.loads(stream.post_data or ""), text
+
+
+async def test_the_page_answers_the_browser_time_zone_tool(tokyo_page: Page) -> None:
+    page = tokyo_page
+    tool_results = record_tool_results(page)
+
+    body, reply = await ask_my_time_zone(page)
+
+    # the page declared its tool, the model called it, the page answered, the reply says so
+    assert body["events"] == "json"
+    assert body["tools"] == [
+        {
+            "name": "get_browser_timezone",
+            "description": "The time zone of the user's browser (IANA name).",
+            "parameters": {"type": "object", "properties": {}},
+        }
+    ]
+    assert "Your browser says your time zone is Asia/Tokyo." in reply
+    await expect(page.locator(".tool-note")).to_have_text(
+        "\U0001f9ed browser time zone: Asia/Tokyo"
+    )
+    await expect(page.locator(".tool-note.failed")).to_have_count(0)
+    await expect(page.locator("#error")).to_be_hidden()
+
+    events = await chat_events(page)
+    types = [event["type"] for event in events]
+    assert "error" not in types
+    assert types.count("done") == 1 and types[-1] == "done"
+    assert events[-1]["data"]["finish_reason"] == "stop"
+    [tool_call] = [event["data"] for event in events if event["type"] == "tool_call"]
+    assert (tool_call["tool"], tool_call["arguments"]) == ("get_browser_timezone", {})
+    [end] = [event["data"] for event in events if event["type"] == "tool_end"]
+    assert (end["call_id"], end["status"]) == (tool_call["call_id"], "success")
+    [record] = events[-1]["data"]["tool_calls"]
+    assert (record["tool"], record["status"], record["result"]) == (
+        "get_browser_timezone",
+        "success",
+        "Asia/Tokyo",
+    )
+
+    [answer] = tool_results
+    assert answer.method == "POST"
+    assert json.loads(answer.post_data or "") == {
+        "call_id": tool_call["call_id"],
+        "result": "Asia/Tokyo",
+    }
+    response = await answer.response()
+    assert response is not None and response.status == 200
+    assert await page.evaluate("window.__toolAnswers.map((a) => a.status)") == [200]
+
+
+async def test_a_refused_tool_result_shows_its_error(tokyo_page: Page) -> None:
+    page = tokyo_page
+
+    async def deliver_then_refuse(route: Route) -> None:
+        await route.fetch()  # the run gets its answer, so it does not wait for a timeout
+        await route.fulfill(status=502, json={"error": "the proxy lost the answer"})
+
+    await page.route(f"**{TOOL_RESULT_PATH}", deliver_then_refuse)
+    _, reply = await ask_my_time_zone(page)
+
+    assert "Asia/Tokyo" in reply
+    error = page.locator("#error")
+    await expect(error).to_be_visible()
+    await expect(error).to_contain_text("tool result: HTTP 502")
+    await expect(error).to_contain_text("the proxy lost the answer")
+    await expect(page.locator(".tool-note.failed")).to_contain_text("not delivered")
+
+
+UNKNOWN_TOOL_STREAM = (
+    'event: tool_start\ndata: {"tool": "open_camera", "call_id": "c1", "arguments": {}}\n\n'
+    'event: tool_call\ndata: {"call_id": "c1", "tool": "open_camera", "arguments": {}}\n\n'
+    'event: tool_end\ndata: {"tool": "open_camera", "call_id": "c1", "status": "error"}\n\n'
+    'event: message\ndata: {"text": "No camera then."}\n\n'
+    'event: done\ndata: {"finish_reason": "stop", "tool_calls": []}\n\n'
+)
+
+
+async def test_a_tool_the_page_does_not_run_is_answered_with_an_error(page: Page) -> None:
+    answers: list[Any] = []
+
+    async def refuse(route: Route) -> None:
+        answers.append(json.loads(route.request.post_data or ""))
+        await route.fulfill(status=200, json={"status": "delivered"})
+
+    await page.route(
+        "**/api/chat/stream",
+        lambda route: route.fulfill(
+            status=200, body=UNKNOWN_TOOL_STREAM.encode(), content_type="text/event-stream"
+        ),
+    )
+    await page.route(f"**{TOOL_RESULT_PATH}", refuse)
+    await page.goto("/")
+    await ask(page, "take a picture")
+
+    await expect(page.locator(".message.assistant.done")).to_have_text("No camera then.")
+    await expect(page.locator(".tool-note")).to_contain_text("open_camera")
+    await page.wait_for_function(
+        "window.__toolAnswers.length === 1 && window.__toolAnswers[0].status === 200",
+        timeout=WAIT_MS,
+    )
+    assert answers == [{"call_id": "c1", "error": "this page does not run open_camera"}]

@@ -2,7 +2,10 @@
 
 It needs no network and no API key: it streams its answer word by word and, when the user asks
 about the weather or the time and the demo tools (``get_weather``, ``get_time``) are on offer,
-calls them (both at once when asked for both) and then answers from their results.
+calls them (both at once when asked for both) and then answers from their results. When the
+user asks about *their* time zone ("what is my time zone?") and the request offers a tool named
+``get_browser_timezone`` (the chat page declares it as a client tool), it calls that tool instead
+of ``get_time`` and answers with what the browser said.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ __all__ = ["DemoModel"]
 
 _WEATHER_RE = re.compile(r"\b(weather|temperature|forecast|rain\w*|sunny|cold|hot|warm)\b", re.I)
 _TIME_RE = re.compile(r"\b(time|clock|date|day is it)\b", re.I)
+_MY_ZONE_RE = re.compile(r"\bmy\s+time[\s-]*zone\b", re.I)
+_ZONE_NAME_RE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_+-]*)(?:/[A-Za-z0-9_+-]+)*$")
+_BROWSER_TZ = "get_browser_timezone"
 _PLACE_RE = re.compile(r"\b(?:in|for|at)\s+([A-Za-z][A-Za-z .'-]{0,40}?)\s*(?:[?!.,;]|$|\band\b)")
 _ZONES = {
     "paris": "Europe/Paris",
@@ -73,7 +79,11 @@ class DemoModel:
         place = _place(prompt)
         if "get_weather" in offered and _WEATHER_RE.search(prompt):
             calls.append(call("get_weather", {"city": place or "Paris"}, id=None))
-        if "get_time" in offered and _TIME_RE.search(prompt):
+        asks_browser = _BROWSER_TZ in offered and bool(_MY_ZONE_RE.search(prompt))
+        if asks_browser:
+            # "my time zone" is a question for the browser, not for get_time
+            calls.append(call(_BROWSER_TZ, {}, id=None))
+        elif "get_time" in offered and _TIME_RE.search(prompt):
             zone = _ZONES.get((place or "").lower(), "UTC")
             calls.append(call("get_time", {"timezone": zone}, id=None))
         if calls:
@@ -114,7 +124,35 @@ def _describe(message: ToolMessage) -> str:
         )
     if message.name == "get_time" and isinstance(data, dict):
         return f"It is {data.get('time')} on {data.get('date')} ({data.get('timezone')})."
+    if message.name == _BROWSER_TZ:
+        return _describe_browser_zone(message.content)
     return f"The {message.name} tool said: {message.content}"
+
+
+def _describe_browser_zone(content: str) -> str:
+    """The answer to "what is my time zone?" from the browser's result (or its failure).
+
+    The result message does not say whether the call failed, so the failures the executor writes
+    (``ClientToolError: ...`` from the client, a timeout, ...) are told apart from a zone name by
+    its shape: a bare IANA name, a JSON string, or a JSON object with a ``timezone`` field.
+    """
+    if content.startswith("ClientToolError: "):
+        reason = content.removeprefix("ClientToolError: ").strip().rstrip(".")
+        return f"Your browser could not tell me your time zone: {reason or 'no reason given'}."
+    try:
+        data: object = json.loads(content)
+    except ValueError:
+        data = content
+    zone = ""
+    if isinstance(data, str):
+        zone = data.strip()
+    elif isinstance(data, dict):
+        found = next((data[k] for k in ("timezone", "timeZone", "tz") if k in data), None)
+        zone = found.strip() if isinstance(found, str) else ""
+    if len(zone) <= 64 and _ZONE_NAME_RE.match(zone):
+        return f"Your browser says your time zone is {zone}."
+    detail = content.strip()[:200].rstrip(".") or "it sent an empty answer"
+    return f"I could not get your time zone from your browser: {detail}."
 
 
 def _small_talk(prompt: str) -> str:
