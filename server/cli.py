@@ -1,7 +1,8 @@
 """``agent-executor serve``: build the service from flags and environment, and run it.
 
 Flags win over environment variables (SPEC section 5). With no model configured the service
-runs on the offline ``DemoModel``; without ``--tools`` it registers the demo tools.
+runs on the offline ``DemoModel``; without ``--tools`` it registers the demo tools. With
+``--agents AGENTS.json`` it runs several named agents, optionally behind a router.
 """
 
 from __future__ import annotations
@@ -9,20 +10,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aiohttp import web
 from prometheus_client import disable_created_metrics
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_executor import (
     AgentExecutor,
+    AgentRouter,
     ChatModel,
     ConfigurationError,
     DemoModel,
@@ -30,6 +34,7 @@ from agent_executor import (
     InjectionGuard,
     InputValidationGuard,
     LiteLLMModel,
+    ModelRouter,
 )
 from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.logging import JsonLogFormatter
@@ -96,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="secret signing approval tokens, so they outlive a restart "
         "(env AGENT_APPROVAL_SECRET; default: random per process)",
     )
+    add(
+        "--agents",
+        metavar="AGENTS.json",
+        help="several named agents (own system prompt, tools, model) and an optional router "
+        "picking one per request; the other flags are their defaults (see docs/tools.md)",
+    )
     add("--system-prompt", help="default system prompt")
     add("--max-concurrency", type=int, default=16, help="runs at once (default 16)")
     add("--request-timeout", type=float, default=300.0, help="seconds per run (default 300)")
@@ -138,10 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     disable_created_metrics()  # type: ignore[no-untyped-call]  # half the series, none used
     try:
         if args.mcp:
+            if args.agents:  # a bad file fails before any MCP server is started
+                _agents_config(args)
             settings = _settings(args, os.environ)
             app: web.Application | Awaitable[web.Application] = _app_with_mcp(
                 args, os.environ, _mcp_config(args.mcp)
             )
+        elif args.agents:
+            settings, agents = _build_agents(args, os.environ)
+            app = _app(agents, settings)
         else:
             settings, executor = _build(args, os.environ)
             app = _app(executor, settings)
@@ -161,8 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _app(executor: AgentExecutor, settings: Settings) -> web.Application:
+def _app(executor: AgentExecutor | AgentRouter, settings: Settings) -> web.Application:
     app = create_app(executor, settings)
+    if isinstance(executor, AgentRouter):
+        _log_agents(executor, settings)
+        return app
     logger.info(
         "agent-executor listening on http://%s:%d (model: %s; tools: %s)",
         settings.host,
@@ -176,19 +195,36 @@ def _app(executor: AgentExecutor, settings: Settings) -> web.Application:
 async def _app_with_mcp(
     args: argparse.Namespace, env: Environ, config: MCPConfig
 ) -> web.Application:
-    """The app, built inside the service's event loop once the MCP servers are connected.
+    """The app (one agent, or those of ``--agents``), built inside the service's event loop
+    once the MCP servers are connected.
 
     The toolset stays open for the app's lifetime and is closed on cleanup (after the streams
     have drained), which stops every stdio server process.
     """
     from agent_executor.mcp import MCPToolset
 
-    tool_modules = args.tools or env.get("AGENT_TOOLS")
-    own = _load_tools(tool_modules) if tool_modules else []
-    toolset = await MCPToolset.start(config, reserved_names=[t.name for t in own])
+    if args.agents:
+        agents_config = _agents_config(args)
+        own_tools = _agent_tools(args, env, agents_config)
+        reserved = {
+            tool.name
+            for name, tools in own_tools.items()
+            if agents_config.agents[name].mcp
+            for tool in tools
+        }
+    else:
+        tool_modules = args.tools or env.get("AGENT_TOOLS")
+        own = _load_tools(tool_modules) if tool_modules else []
+        reserved = {t.name for t in own}
+    toolset = await MCPToolset.start(config, reserved_names=sorted(reserved))
     try:
-        settings, executor = _build(args, env, toolset.tools)
-        app = _app(executor, settings)
+        if args.agents:
+            settings = _settings(args, env)
+            agents = _agent_router(args, env, agents_config, own_tools, toolset.tools)
+            app = _app(agents, settings)
+        else:
+            settings, executor = _build(args, env, toolset.tools)
+            app = _app(executor, settings)
     except BaseException:
         await toolset.aclose()
         raise
@@ -254,6 +290,219 @@ def _build(
     return settings, executor
 
 
+_AGENT_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+_NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _ModelConfig(BaseModel):
+    """How to reach a model: each field left out falls back to the flags and environment."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    api_base: _NonEmpty | None = None
+    api_key: _NonEmpty | None = None
+    api_key_env: _NonEmpty | None = None
+
+    @model_validator(mode="after")
+    def _one_key(self) -> _ModelConfig:
+        if self.api_key is not None and self.api_key_env is not None:
+            raise ValueError("give 'api_key' or 'api_key_env', not both")
+        return self
+
+    def key(self, env: Environ, what: str) -> str | None:
+        """The API key of the file or of the environment variable it names."""
+        if self.api_key_env is None:
+            return self.api_key
+        key = env.get(self.api_key_env)
+        if not key:
+            raise CliError(f"{what}: api_key_env names {self.api_key_env}, which is not set")
+        return key
+
+
+class _RouterConfig(_ModelConfig):
+    model: _NonEmpty
+    timeout: float = Field(default=10.0, gt=0)
+
+
+class _AgentConfig(_ModelConfig):
+    description: str = ""
+    system_prompt: str | None = None
+    model: _NonEmpty | None = None
+    tools: list[_NonEmpty] | None = None
+    mcp: bool = False
+
+
+class _AgentsFile(BaseModel):
+    """The ``--agents`` file: named agents, the default one and an optional model router."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    default: str | None = None
+    router: _RouterConfig | None = None
+    agents: dict[str, _AgentConfig] = Field(min_length=1)
+
+    @field_validator("agents")
+    @classmethod
+    def _names(cls, agents: dict[str, _AgentConfig]) -> dict[str, _AgentConfig]:
+        for name in agents:
+            if not _AGENT_NAME_RE.fullmatch(name):
+                raise ValueError(
+                    f"invalid agent name {name[:80]!r}: use 1 to 64 letters, digits, '_' or '-'"
+                )
+        return agents
+
+    @model_validator(mode="after")
+    def _default_is_an_agent(self) -> _AgentsFile:
+        if self.default is not None and self.default not in self.agents:
+            raise ValueError(
+                f"default agent {self.default!r} is not one of the agents: "
+                + ", ".join(self.agents)
+            )
+        return self
+
+
+def _agents_config(args: argparse.Namespace) -> _AgentsFile:
+    """The validated ``--agents`` file (:class:`CliError` naming the file and the problem)."""
+    path = args.agents
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read the agents file: {exc}") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path}: not valid JSON: {exc}") from None
+    except ValueError as exc:
+        raise CliError(f"{path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: expected a JSON object with an 'agents' object")
+    try:
+        config = _AgentsFile.model_validate(data)
+    except ValidationError as exc:
+        raise CliError(f"{path}: {describe_validation_error(exc)}") from None
+    with_mcp = [name for name, agent in config.agents.items() if agent.mcp]
+    if with_mcp and not args.mcp:
+        raise CliError(
+            f'{path}: agent {with_mcp[0]!r} has "mcp": true, but no --mcp CONFIG.json is given'
+        )
+    if args.mcp and not with_mcp:
+        raise CliError(f'--mcp is given, but no agent of {path} has "mcp": true')
+    return config
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        data[key] = value
+    return data
+
+
+def _build_agents(
+    args: argparse.Namespace, env: Environ, mcp_tools: Sequence[Tool] = ()
+) -> tuple[Settings, AgentRouter]:
+    """The settings and the agents of ``--agents`` (``mcp_tools`` for those with ``mcp``)."""
+    settings = _settings(args, env)
+    config = _agents_config(args)
+    return settings, _agent_router(args, env, config, _agent_tools(args, env, config), mcp_tools)
+
+
+def _agent_tools(
+    args: argparse.Namespace, env: Environ, config: _AgentsFile
+) -> dict[str, list[Tool]]:
+    """Each agent's own tools: its ``tools``, else the ``--tools`` ones, else (without
+    ``mcp``) the demo tools. A module named by several agents is loaded once."""
+    default_modules = args.tools or env.get("AGENT_TOOLS")
+    loaded: dict[str, list[Tool]] = {}
+    tools: dict[str, list[Tool]] = {}
+    for name, agent in config.agents.items():
+        modules = agent.tools if agent.tools is not None else _list(default_modules)
+        if agent.tools is None and not modules and not agent.mcp:
+            tools[name] = list(DEMO_TOOLS)
+            continue
+        tools[name] = []
+        for module in modules:
+            if module not in loaded:
+                try:
+                    loaded[module] = _load_tools(module)
+                except CliError as exc:
+                    raise CliError(f"agent {name!r}: {exc}") from None
+            tools[name].extend(loaded[module])
+    return tools
+
+
+def _agent_router(
+    args: argparse.Namespace,
+    env: Environ,
+    config: _AgentsFile,
+    own_tools: Mapping[str, Sequence[Tool]],
+    mcp_tools: Sequence[Tool],
+) -> AgentRouter:
+    """One executor per agent, all sharing one list of guards (so a per-user rate limit counts
+    across agents), one output guard, the limits and the approval secret."""
+    guards = _guards(args)
+    output_guard = OutputGuard() if args.output_guard else None
+    approval_secret = args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None
+    executors: dict[str, AgentExecutor] = {}
+    for name, agent in config.agents.items():
+        what = f"agent {name!r}"
+        model = _model(args, env, agent.model, agent.api_base, agent.key(env, what))
+        try:
+            executors[name] = AgentExecutor(
+                model=model,
+                tools=[*own_tools[name], *(mcp_tools if agent.mcp else ())],
+                guards=guards,
+                output_guard=output_guard,
+                system_prompt=(
+                    args.system_prompt if agent.system_prompt is None else agent.system_prompt
+                ),
+                max_concurrency=args.max_concurrency,
+                request_timeout=args.request_timeout,
+                max_tool_calls=args.max_tool_calls,
+                approval_secret=approval_secret,
+                name=name,
+                description=agent.description,
+            )
+        except ConfigurationError as exc:
+            raise CliError(f"{what}: {exc}") from None
+    router = None
+    if config.router is not None:
+        spec = config.router
+        router_model = _model(
+            args, env, spec.model, spec.api_base, spec.key(env, "router"), temperature=False
+        )
+        router = ModelRouter(router_model)
+    return AgentRouter(
+        executors,
+        default=config.default,
+        router=router,
+        route_timeout=config.router.timeout if config.router is not None else 10.0,
+    )
+
+
+def _log_agents(agents: AgentRouter, settings: Settings) -> None:
+    router = agents.router
+    logger.info(
+        "agent-executor listening on http://%s:%d with %d agents (default: %s; router: %s)",
+        settings.host,
+        settings.port,
+        len(agents.agents),
+        agents.default,
+        f"model {router.model.name}, timeout {agents.route_timeout:g} s"
+        if isinstance(router, ModelRouter)
+        else "none, requests without 'agent' go to the default",
+    )
+    for name, executor in agents.agents.items():
+        logger.info(
+            "agent %s (model: %s; tools: %s)",
+            name,
+            _describe(executor.model),
+            ", ".join(executor.tools) or "none",
+        )
+
+
 def _list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
@@ -274,10 +523,20 @@ def _guards(args: argparse.Namespace) -> list[Guard]:
     return guards
 
 
-def _model(args: argparse.Namespace, env: Environ) -> ChatModel:
-    name = args.model or env.get("LLM_MODEL") or "demo"
+def _model(
+    args: argparse.Namespace,
+    env: Environ,
+    name: str | None = None,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    *,
+    temperature: bool = True,
+) -> ChatModel:
+    """The model of the flags and environment; ``name``, ``api_base``, ``api_key`` override
+    them (an agent or the router of ``--agents``). ``temperature``: apply LLM_TEMPERATURE."""
+    name = name or args.model or env.get("LLM_MODEL") or "demo"
     params: dict[str, Any] = {}
-    if env.get("LLM_TEMPERATURE"):
+    if temperature and env.get("LLM_TEMPERATURE"):
         try:
             params["temperature"] = float(env["LLM_TEMPERATURE"])
         except ValueError:
@@ -285,8 +544,8 @@ def _model(args: argparse.Namespace, env: Environ) -> ChatModel:
     try:
         model = resolve_model(
             name,
-            api_base=args.api_base or env.get("LLM_BASE_URL"),
-            api_key=args.api_key or env.get("LLM_API_KEY"),
+            api_base=api_base or args.api_base or env.get("LLM_BASE_URL"),
+            api_key=api_key or args.api_key or env.get("LLM_API_KEY"),
             client=args.model_client,
             **({} if name == "demo" else params),
         )
