@@ -9,6 +9,7 @@ from ._stream import EventStream
 from ._version import __version__
 from .approvals import ASK_USER, Approval, PendingRun, PendingRunStore
 from .command import AgentCommand, ClientTool
+from .compression import HistoryCompressor, litellm_token_counter
 from .context import RunContext, current_run_context
 from .errors import (
     AgentExecutorError,
@@ -23,6 +24,7 @@ from .errors import (
     RestHTTPError,
     RestToolError,
     ScriptExhaustedError,
+    StoreUnavailable,
 )
 from .events import (
     AgentEvent,
@@ -41,7 +43,7 @@ from .guards import Guard, InputValidationGuard, ScreenVerdict, ToolResultScreen
 from .hooks import AuditLogHook, Hook, ToolAllowlistHook
 from .injection import InjectionGuard, InjectionScore
 from .logging import LogContextFilter, install_log_context, log_context
-from .memory import ConversationStore, InMemoryConversationStore
+from .memory import CompactableStore, ConversationStore, InMemoryConversationStore
 from .messages import (
     AssistantMessage,
     Message,
@@ -67,7 +69,7 @@ from .ratelimit import InMemoryRateLimitStorage, RateLimitGuard, RateLimitStorag
 from .rest import RestTool
 from .results import AgentResult, ErrorInfo, PendingApproval, ToolCallRecord
 from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
-from .tool_results import ToolResults
+from .tool_results import ToolResultRelay, ToolResults
 from .tools import FrontendTool, FunctionTool, Tool, tool
 
 install_log_context()
@@ -87,6 +89,7 @@ __all__ = [
     "AuditLogHook",
     "ChatModel",
     "ClientTool",
+    "CompactableStore",
     "ConfigurationError",
     "ConversationStore",
     "DemoModel",
@@ -100,6 +103,7 @@ __all__ = [
     "FunctionTool",
     "Guard",
     "GuardRejection",
+    "HistoryCompressor",
     "Hook",
     "HookRejection",
     "InMemoryConversationStore",
@@ -135,6 +139,7 @@ __all__ = [
     "ScreenVerdict",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "StoreUnavailable",
     "SystemMessage",
     "Tool",
     "ToolAllowlistHook",
@@ -144,6 +149,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolEndEvent",
     "ToolMessage",
+    "ToolResultRelay",
     "ToolResultScreen",
     "ToolResults",
     "ToolStartEvent",
@@ -153,6 +159,7 @@ __all__ = [
     "current_run_context",
     "event_adapter",
     "install_log_context",
+    "litellm_token_counter",
     "log_context",
     "tool",
 ]

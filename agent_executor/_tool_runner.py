@@ -214,7 +214,7 @@ class ToolRunner:
         with anyio.move_on_after(timeout) as scope:
             try:
                 if isinstance(tool, FrontendTool):
-                    value = await self._from_client(run, call, arguments)
+                    value = await self._from_client(run, call, arguments, timeout)
                 else:
                     value = await tool.invoke(arguments)
             except (Exception, SystemExit) as exc:  # SystemExit: sys.exit(), argparse errors
@@ -235,15 +235,22 @@ class ToolRunner:
             logger.warning("the result of tool %s cannot be serialised: %s", call.name, exc)
             return "error", f"the result of {call.name} could not be serialised: {_describe(exc)}"
 
-    async def _from_client(self, run: Run, call: ToolCall, arguments: dict[str, Any]) -> Any:
+    async def _from_client(
+        self, run: Run, call: ToolCall, arguments: dict[str, Any], limit: float | None
+    ) -> Any:
         """Ask the client to run a frontend tool (a ``tool_call`` event) and wait for it."""
         user = run.ctx.user_id
-        answer = self._tool_results.expect(call.id, user)
-        run.emit(ToolCallEvent(tool=call.name, call_id=call.id, arguments=arguments))
+        results = self._tool_results
+        answer = results.expect(call.id, user)
         try:
+            await results.announce(call.id, user, 3600.0 if limit is None else limit + 5)
+            run.emit(ToolCallEvent(tool=call.name, call_id=call.id, arguments=arguments))
             result, error = await answer
         finally:
-            self._tool_results.forget(call.id, user, answer)
+            results.forget(call.id, user, answer)
+            if results.relay is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await results.withdraw(call.id, user)
         if error is not None:
             raise ClientToolError(error)
         return result

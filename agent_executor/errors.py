@@ -31,6 +31,7 @@ __all__ = [
     "RestHTTPError",
     "RestToolError",
     "ScriptExhaustedError",
+    "StoreUnavailable",
 ]
 
 
@@ -142,3 +143,8 @@ class MCPConnectionError(ConfigurationError):
 class MCPToolError(AgentExecutorError):
     """Raised by ``MCPTool.invoke`` when the server reports the call failed (``isError``) or
     its server is not connected; the executor turns it into tool status ``error``."""
+
+
+class StoreUnavailable(AgentExecutorError):
+    """A shared store (Redis) could not be reached or failed; the run fails with
+    ``internal_error`` and this message, and the next request tries again."""

@@ -26,9 +26,17 @@ from ._tool_runner import Decision, ToolLimits, ToolRunner, loose_arguments
 from ._turn import ModelPolicy, TurnMetrics, TurnOutput, stream_turn
 from .approvals import Approval, ApprovalSigner, AskUserTool, PendingRun, PendingRunStore
 from .command import AgentCommand
+from .compression import HistoryCompressor, compact_history
 from .context import RunContext
 from .context import _current as _current_run
-from .errors import ConfigurationError, ErrorCode, GuardRejection, HookRejection, ModelError
+from .errors import (
+    ConfigurationError,
+    ErrorCode,
+    GuardRejection,
+    HookRejection,
+    ModelError,
+    StoreUnavailable,
+)
 from .events import AgentEvent, ApprovalRequiredEvent, ErrorEvent, ToolEndEvent
 from .guards import Guard, ToolResultScreen
 from .hooks import Hook, _HookChain
@@ -93,7 +101,10 @@ class AgentExecutor:
     litellm, ``"demo"`` is the offline :class:`DemoModel`). Durations are in seconds; ``None``
     disables a timeout. ``memory`` defaults to a fresh :class:`InMemoryConversationStore` and
     is used only for commands with a ``session_id``. ``metrics`` is the prometheus registry to
-    record into (default: prometheus-client's default registry).
+    record into (default: prometheus-client's default registry). ``tool_results`` is where
+    frontend tools' answers arrive (several executors of one service may share one, and with
+    a relay it spans replicas). ``history_compressor`` summarises the older turns of a session
+    whose stored history has grown too long, before the run (see :class:`HistoryCompressor`).
     """
 
     def __init__(
@@ -121,12 +132,14 @@ class AgentExecutor:
         first_token_timeout: float | None = 60.0,
         stream_idle_timeout: float | None = 60.0,
         memory: ConversationStore | None = None,
+        history_compressor: HistoryCompressor | None = None,
         metrics: CollectorRegistry | None = None,
         output_guard: OutputGuard | None = None,
         tracer: object | bool | None = None,
         approval_secret: bytes | str | None = None,
         name: str = "default",
         description: str = "",
+        tool_results: ToolResults | None = None,
     ) -> None:
         if max_concurrency < 1 or max_turns < 1 or max_parallel_tools < 1 or max_tool_calls < 0:
             raise ConfigurationError(
@@ -141,12 +154,13 @@ class AgentExecutor:
             reserve(max_concurrency)  # every run holding a permit gets a pooled connection
         self.tools: dict[str, Tool] = _registry(tools)
         self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
+        self._compressor = history_compressor
         self.metrics = Metrics.for_registry(metrics)
         self._guards = tuple(guards)
         self._output_guard = output_guard
         self._tracing = Tracing(tracer)
         self._signer = ApprovalSigner(approval_secret)
-        self.tool_results = ToolResults()
+        self.tool_results = ToolResults() if tool_results is None else tool_results
         self._fallback_pending = InMemoryConversationStore()
         self._hooks = _HookChain(hooks, self.metrics)
         self._system_prompt = system_prompt
@@ -229,9 +243,11 @@ class AgentExecutor:
         return EventStream(lambda emit: self._run(command, "stream", emit, caller))
 
     async def aclose(self) -> None:
-        """Release what the model and the tools hold (HTTP sessions, such as a
-        :class:`~agent_executor.rest.RestTool`'s); the executor is unusable afterwards."""
-        for part in (self.model, *self.tools.values()):
+        """Release what the model, the tools, the stores and the guards hold (HTTP sessions,
+        such as a :class:`~agent_executor.rest.RestTool`'s, Redis connections); the executor is
+        unusable afterwards. Parts shared by several executors may be closed more than once."""
+        parts = (self.model, *self.tools.values(), self.memory, self.tool_results, *self._guards)
+        for part in parts:
             aclose = getattr(part, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -294,6 +310,9 @@ class AgentExecutor:
                 run.fail(ErrorInfo(code=ErrorCode.TIMEOUT.value, message=message))
         except RunFailed as exc:
             run.fail(exc.info)
+        except StoreUnavailable as exc:
+            logger.warning("run failed: %s", exc)
+            run.fail(ErrorInfo(code=ErrorCode.INTERNAL_ERROR.value, message=str(exc)))
         except Exception:
             logger.exception("run failed unexpectedly")
             message = f"internal error (request id {run.ctx.request_id})"
@@ -374,12 +393,24 @@ class AgentExecutor:
         if command.session_id is None:
             return []
         try:
-            return await self.memory.load(command.user_id, command.session_id)
+            history = await self.memory.load(command.user_id, command.session_id)
+        except StoreUnavailable as exc:
+            raise RunFailed(ErrorCode.INTERNAL_ERROR, str(exc)) from None
         except Exception:
             logger.exception("loading the conversation failed")
             raise RunFailed(
                 ErrorCode.INTERNAL_ERROR, "the conversation store is unavailable"
             ) from None
+        if self._compressor is None:
+            return history
+        return await compact_history(
+            self._compressor,
+            self.memory,
+            command.user_id,
+            command.session_id,
+            history,
+            self.metrics,
+        )
 
     async def _react(self, run: Run, output: OutputFormat | None) -> None:
         command = run.ctx.command

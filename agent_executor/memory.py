@@ -18,7 +18,7 @@ from .approvals import PendingRun
 from .errors import ConfigurationError
 from .messages import Message, UserMessage
 
-__all__ = ["ConversationStore", "InMemoryConversationStore"]
+__all__ = ["CompactableStore", "ConversationStore", "InMemoryConversationStore"]
 
 
 @runtime_checkable
@@ -37,6 +37,30 @@ class ConversationStore(Protocol):
 
     async def delete(self, user_id: str | None, session_id: str) -> bool:
         """Forget the session; true if it existed."""
+        ...
+
+
+@runtime_checkable
+class CompactableStore(Protocol):
+    """A store whose history can be compressed in place (see :mod:`agent_executor.compression`).
+
+    Optional: a :class:`ConversationStore` that also has ``replace_prefix`` keeps the summaries
+    the executor writes; with any other store a compression serves only the run that made it.
+    """
+
+    async def replace_prefix(
+        self,
+        user_id: str | None,
+        session_id: str,
+        old: Sequence[Message],
+        new: Sequence[Message],
+    ) -> bool:
+        """Replace the first ``len(old)`` messages of the session by ``new``, atomically, if the
+        history still starts with exactly ``old`` (compared by value); messages after them stay.
+
+        Returns false and changes nothing otherwise: when another run compacted or trimmed the
+        session since ``old`` was loaded, or the session is unknown or expired.
+        """
         ...
 
 
@@ -100,10 +124,25 @@ class InMemoryConversationStore:
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
 
+    async def replace_prefix(
+        self,
+        user_id: str | None,
+        session_id: str,
+        old: Sequence[Message],
+        new: Sequence[Message],
+    ) -> bool:
+        """Swap the history's prefix ``old`` for ``new`` if it is unchanged, refreshing the
+        session's expiry; see :meth:`CompactableStore.replace_prefix`."""
+        session = self._touch(_key(user_id, session_id))
+        if session is None or session.messages[: len(old)] != list(old):
+            return False
+        session.messages[: len(old)] = new
+        return True
+
     async def delete(self, user_id: str | None, session_id: str) -> bool:
-        """Forget the session (and a run of it waiting for approval)."""
-        self._pending.pop(_key(user_id, session_id), None)
-        return self._sessions.pop(_key(user_id, session_id), None) is not None
+        """Forget the session and a run of it waiting for approval; true if either existed."""
+        paused = self._pending.pop(_key(user_id, session_id), None)
+        return (self._sessions.pop(_key(user_id, session_id), None) or paused) is not None
 
     async def save_pending(self, user_id: str | None, session_id: str, run: PendingRun) -> None:
         """Keep a paused run of the session until it resumes or ``ttl_seconds`` pass."""

@@ -144,6 +144,16 @@ class Metrics:
         self.llm_tokens = Counter(
             f"{p}llm_tokens_total", "Tokens by model and type.", ["model", "type"], registry=r
         )
+        self.history_compressions = Counter(
+            f"{p}history_compressions_total",
+            "Conversation histories whose older turns were summarised.",
+            registry=r,
+        )
+        self.history_compression_failures = Counter(
+            f"{p}history_compression_failures_total",
+            "History summaries that failed (the run went on with the full history).",
+            registry=r,
+        )
         self.sse_streams_active = Gauge(f"{p}sse_streams_active", "Open SSE streams.", registry=r)
         self.sse_disconnects = Counter(
             f"{p}sse_disconnects_total", "SSE clients that went away before done.", registry=r

@@ -136,6 +136,12 @@ class RateLimitGuard:
         self._clock = clock
         self._rate = rate.strip()
 
+    async def aclose(self) -> None:
+        """Close the storage's connections, if it has any (a Redis storage)."""
+        aclose = getattr(self.storage, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
     async def check(self, ctx: RunContext) -> None:
         """Take one request from the key's allowance, or refuse with the time to wait."""
         wait = await self.storage.acquire(

@@ -5,21 +5,53 @@ the tool and delivers the answer (:meth:`ToolResults.deliver`, ``POST /api/chat/
 the service). Only the run's own user can deliver; an unknown, expired or someone else's call
 id is ``unknown`` (the service answers 404 and does not say which), and a second answer to the
 same call is ``answered`` (409). Either way nothing changes.
+
+With several replicas the answer may reach another process than the run: a
+:class:`ToolResultRelay` (``RedisToolResultRelay``) carries it there; :meth:`ToolResults.submit`
+is the entry point that works in both cases.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["ClientToolError", "Delivery", "ToolResults"]
+__all__ = ["ClientToolError", "Delivery", "ToolResultRelay", "ToolResults"]
 
 Delivery = Literal["delivered", "unknown", "answered"]
 
 
 class ClientToolError(Exception):
     """The client reported that running its tool failed; the message goes to the model."""
+
+
+@runtime_checkable
+class ToolResultRelay(Protocol):
+    """Carries answers between replicas: registers the calls this process waits for and
+    delivers an answer to whichever process waits for it."""
+
+    async def start(self, local: ToolResults) -> None:
+        """Begin handing answers for this process's calls to ``local.deliver``."""
+        ...
+
+    async def register(self, call_id: str, user_id: str | None, ttl: float) -> None:
+        """This process waits for the call (at most ``ttl`` seconds)."""
+        ...
+
+    async def release(self, call_id: str, user_id: str | None) -> None:
+        """This process stopped waiting for the call."""
+        ...
+
+    async def deliver(
+        self, call_id: str, user_id: str | None, result: Any, error: str | None
+    ) -> Delivery:
+        """Hand an answer to the process waiting for the call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop and release connections."""
+        ...
 
 
 class ToolResults:
@@ -31,7 +63,9 @@ class ToolResults:
     answer.
     """
 
-    def __init__(self, *, remember: int = 10_000) -> None:
+    def __init__(self, *, remember: int = 10_000, relay: ToolResultRelay | None = None) -> None:
+        self.relay = relay
+        self._relay_started = False
         self._waiting: dict[tuple[str | None, str], asyncio.Future[tuple[Any, str | None]]] = {}
         self._answered: OrderedDict[tuple[str | None, str], None] = OrderedDict()
         self._remember = remember
@@ -50,6 +84,33 @@ class ToolResults:
         self._waiting[key] = future
         self._answered.pop(key, None)
         return future
+
+    async def aclose(self) -> None:
+        """Stop the relay, if any (it starts with the first call this process waits for)."""
+        if self.relay is not None:
+            self._relay_started = False
+            await self.relay.aclose()
+
+    async def announce(self, call_id: str, user_id: str | None, ttl: float) -> None:
+        """Tell the relay (if any) that this process waits for the call."""
+        if self.relay is not None:
+            if not self._relay_started:
+                await self.relay.start(self)  # before any answer for this process can exist
+                self._relay_started = True
+            await self.relay.register(call_id, user_id, ttl)
+
+    async def withdraw(self, call_id: str, user_id: str | None) -> None:
+        """Tell the relay (if any) that this process stopped waiting for the call."""
+        if self.relay is not None:
+            await self.relay.release(call_id, user_id)
+
+    async def submit(
+        self, call_id: str, user_id: str | None, *, result: Any = None, error: str | None = None
+    ) -> Delivery:
+        """Deliver a client's answer here or, through the relay, to the process that waits."""
+        if self.relay is None:
+            return self.deliver(call_id, user_id, result=result, error=error)
+        return await self.relay.deliver(call_id, user_id, result, error)
 
     def forget(self, call_id: str, user_id: str | None, future: asyncio.Future[Any]) -> None:
         """The run stopped waiting for ``future`` (answered, timed out or cancelled)."""

@@ -16,6 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -29,18 +30,23 @@ from agent_executor import (
     AgentRouter,
     ChatModel,
     ConfigurationError,
+    ConversationStore,
     DemoModel,
     Guard,
+    HistoryCompressor,
     InjectionGuard,
     InputValidationGuard,
     LiteLLMModel,
     ModelRouter,
+    StoreUnavailable,
+    ToolResults,
 )
 from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.logging import JsonLogFormatter
+from agent_executor.memory import InMemoryConversationStore
 from agent_executor.models import resolve_model
 from agent_executor.output_guard import OutputGuard
-from agent_executor.ratelimit import RateLimitGuard
+from agent_executor.ratelimit import RateLimitGuard, RateLimitStorage
 from agent_executor.tools import Tool
 
 from .app import create_app
@@ -55,10 +61,6 @@ __all__ = ["build_parser", "main"]
 Environ = Mapping[str, str]
 
 logger = logging.getLogger("server")
-
-_NOT_YET = {
-    "redis_url": "--redis-url / REDIS_URL (Redis-backed memory and rate limits)",
-}
 
 
 class CliError(Exception):
@@ -111,7 +113,33 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max-concurrency", type=int, default=16, help="runs at once (default 16)")
     add("--request-timeout", type=float, default=300.0, help="seconds per run (default 300)")
     add("--max-tool-calls", type=int, default=20, help="tool calls per run (default 20)")
-    add("--redis-url", help="Redis for memory and rate limits (env REDIS_URL)")
+    add(
+        "--redis-url",
+        help="Redis shared by replicas: conversations, rate limits, frontend tool results and "
+        "the approval secret (env REDIS_URL; default: this process's memory)",
+    )
+    add(
+        "--history-max-tokens",
+        type=int,
+        help="summarise the older turns of a stored conversation past this many tokens "
+        "(estimated; default: never)",
+    )
+    add(
+        "--history-keep-tokens",
+        type=int,
+        help="tokens of recent turns kept word for word when summarising "
+        "(default: a quarter of --history-max-tokens)",
+    )
+    add(
+        "--summary-model",
+        help="model that writes the summaries (default: the agent's own model)",
+    )
+    add(
+        "--session-ttl",
+        type=float,
+        default=3600.0,
+        help="seconds a conversation is kept after its last use (default 3600)",
+    )
     add(
         "--rate-limit",
         help="requests per user (or client address), e.g. 20/minute: N back "
@@ -248,9 +276,6 @@ def _mcp_config(path: str) -> MCPConfig:
 
 
 def _settings(args: argparse.Namespace, env: Environ) -> Settings:
-    for name, what in _NOT_YET.items():
-        if getattr(args, name) or (name == "redis_url" and env.get("REDIS_URL")):
-            raise CliError(f"{what} is not available in this version yet")
     try:
         settings = Settings(
             host=args.host or env.get("HOST") or "127.0.0.1",
@@ -276,18 +301,92 @@ def _build(
     tools += mcp_tools
     if not tool_modules and not args.mcp:
         tools = list(DEMO_TOOLS)
+    shared = _shared(args, env)
+    model = _model(args, env)
     executor = AgentExecutor(
-        model=_model(args, env),
+        model=model,
         tools=tools,
-        guards=_guards(args),
+        guards=_guards(args, shared),
         output_guard=OutputGuard() if args.output_guard else None,
         system_prompt=args.system_prompt,
         max_concurrency=args.max_concurrency,
         request_timeout=args.request_timeout,
         max_tool_calls=args.max_tool_calls,
-        approval_secret=args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None,
+        approval_secret=shared.approval_secret,
+        memory=shared.memory(None),
+        tool_results=shared.tool_results,
+        history_compressor=_compressor(args, env, model),
     )
     return settings, executor
+
+
+def _compressor(
+    args: argparse.Namespace, env: Environ, model: ChatModel
+) -> HistoryCompressor | None:
+    """The ``--history-*`` compression, summarising with ``--summary-model`` or ``model``."""
+    if args.history_max_tokens is None:
+        if args.history_keep_tokens is not None or args.summary_model:
+            raise CliError("--history-keep-tokens and --summary-model need --history-max-tokens")
+        return None
+    keep = args.history_keep_tokens
+    if keep is None:
+        keep = max(1, args.history_max_tokens // 4)
+    summariser = _model(args, env, args.summary_model) if args.summary_model else model
+    try:
+        return HistoryCompressor(
+            summariser, max_tokens=args.history_max_tokens, keep_recent_tokens=keep
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"--history-max-tokens / --history-keep-tokens: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every agent of the process shares: where conversations, rate limits and frontend
+    tool answers live (this process, or Redis for all replicas) and the approval secret."""
+
+    redis_url: str | None
+    session_ttl: float
+    approval_secret: str | bytes | None
+    tool_results: ToolResults
+    rate_limit_storage: RateLimitStorage | None
+
+    def memory(self, agent: str | None) -> ConversationStore:
+        """The conversation store of one agent (``None``: the only one)."""
+        if self.redis_url is None:
+            return InMemoryConversationStore(ttl_seconds=self.session_ttl)
+        from agent_executor.redis import RedisConversationStore
+
+        prefix = "agent-executor:" if agent is None else f"agent-executor:agent:{agent}:"
+        return RedisConversationStore(self.redis_url, prefix=prefix, ttl_seconds=self.session_ttl)
+
+
+def _shared(args: argparse.Namespace, env: Environ) -> _Shared:
+    """Redis parts for ``--redis-url`` (and its approval secret unless one is given)."""
+    if args.session_ttl <= 0:
+        raise CliError("--session-ttl must be positive")
+    url = args.redis_url or env.get("REDIS_URL") or None
+    secret: str | bytes | None = args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None
+    if url is None:
+        return _Shared(None, args.session_ttl, secret, ToolResults(), None)
+    try:
+        from agent_executor import redis as shared_redis
+    except ImportError:
+        raise CliError("--redis-url needs redis: pip install 'agent-executor[redis]'") from None
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise CliError(f"--redis-url must be a redis://, rediss:// or unix:// URL, not {url!r}")
+    if secret is None:
+        try:
+            secret = shared_redis.shared_secret(url)
+        except StoreUnavailable as exc:
+            raise CliError(f"{exc} (it holds the approval secret the replicas share)") from None
+    return _Shared(
+        url,
+        args.session_ttl,
+        secret,
+        ToolResults(relay=shared_redis.RedisToolResultRelay(url)),
+        shared_redis.RedisRateLimitStorage(url),
+    )
 
 
 _AGENT_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -442,13 +541,14 @@ def _agent_router(
 ) -> AgentRouter:
     """One executor per agent, all sharing one list of guards (so a per-user rate limit counts
     across agents), one output guard, the limits and the approval secret."""
-    guards = _guards(args)
+    shared = _shared(args, env)
+    guards = _guards(args, shared)
     output_guard = OutputGuard() if args.output_guard else None
-    approval_secret = args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None
     executors: dict[str, AgentExecutor] = {}
     for name, agent in config.agents.items():
         what = f"agent {name!r}"
         model = _model(args, env, agent.model, agent.api_base, agent.key(env, what))
+        compressor = _compressor(args, env, model)
         try:
             executors[name] = AgentExecutor(
                 model=model,
@@ -461,7 +561,10 @@ def _agent_router(
                 max_concurrency=args.max_concurrency,
                 request_timeout=args.request_timeout,
                 max_tool_calls=args.max_tool_calls,
-                approval_secret=approval_secret,
+                approval_secret=shared.approval_secret,
+                memory=shared.memory(name),
+                tool_results=shared.tool_results,
+                history_compressor=compressor,
                 name=name,
                 description=agent.description,
             )
@@ -507,14 +610,20 @@ def _list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
 
-def _guards(args: argparse.Namespace) -> list[Guard]:
+def _guards(args: argparse.Namespace, shared: _Shared) -> list[Guard]:
     """Rate limit (if asked), input validation, injection detection: cheapest refusals first."""
     guards: list[Guard] = []
     if args.rate_limit_burst is not None and not args.rate_limit:
         raise CliError("--rate-limit-burst needs --rate-limit")
     if args.rate_limit:
         try:
-            guards.append(RateLimitGuard(args.rate_limit, burst=args.rate_limit_burst))
+            guards.append(
+                RateLimitGuard(
+                    args.rate_limit,
+                    burst=args.rate_limit_burst,
+                    storage=shared.rate_limit_storage,
+                )
+            )
         except ConfigurationError as exc:
             raise CliError(str(exc)) from None
     guards.append(InputValidationGuard())

@@ -24,7 +24,10 @@ from agent_executor import (
     DoneEvent,
     ErrorEvent,
     EventStream,
+    StoreUnavailable,
+    ToolResults,
 )
+from agent_executor.tool_results import Delivery
 
 from .errors import json_error, status_for
 from .schemas import (
@@ -58,6 +61,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/chat/stream", chat_stream)
     app.router.add_post("/api/chat", chat)
     app.router.add_post("/api/chat/tool-result", tool_result)
+    app.router.add_delete("/api/sessions/{session_id}", delete_session)
     app.router.add_get("/api/health", health)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/openapi.json", openapi)
@@ -177,14 +181,21 @@ async def tool_result(request: web.Request) -> web.Response:
     user_id = request.get(AUTH_USER) or request.headers.get("X-User-Id") or answer.user_id
     agents = request.app[AGENTS]
     names = [answer.agent] if answer.agent else list(agents.agents)
-    outcome = "unknown"
+    registries: dict[
+        int, ToolResults
+    ] = {}  # agents may share one (and with Redis it reaches every replica)
     for name in names:
         executor = agents.agents.get(name)
-        if executor is None:
-            continue
-        outcome = executor.tool_results.deliver(
-            answer.call_id, user_id, result=answer.result, error=answer.error
-        )
+        if executor is not None:
+            registries[id(executor.tool_results)] = executor.tool_results
+    outcome: Delivery = "unknown"
+    for registry in registries.values():
+        try:
+            outcome = await registry.submit(
+                answer.call_id, user_id, result=answer.result, error=answer.error
+            )
+        except StoreUnavailable as exc:
+            return json_error(503, str(exc))
         if outcome != "unknown":
             break
     if outcome == "delivered":
@@ -192,6 +203,31 @@ async def tool_result(request: web.Request) -> web.Response:
     if outcome == "answered":
         return json_error(409, f"call {answer.call_id!r} was already answered")
     return json_error(404, f"no call {answer.call_id!r} is waiting for your answer")
+
+
+async def delete_session(request: web.Request) -> web.Response:
+    """Forget one of the caller's conversations in every agent's store (history and any run
+    paused for approval). The owner is the API key's user, else ``X-User-Id`` or ``user_id``
+    in the query; another user's session of the same id is untouched (404)."""
+    session_id = request.match_info["session_id"]
+    user_id = (
+        request.get(AUTH_USER)
+        or request.headers.get("X-User-Id")
+        or request.query.get("user_id")
+        or None
+    )
+    if not 0 < len(session_id) <= 256 or (user_id is not None and len(user_id) > 256):
+        return json_error(400, "session_id and user_id must be 1 to 256 characters")
+    stores = {id(e.memory): e.memory for e in request.app[AGENTS].agents.values()}
+    deleted = False
+    for store in stores.values():
+        try:
+            deleted = await store.delete(user_id, session_id) or deleted
+        except StoreUnavailable as exc:
+            return json_error(503, str(exc))
+    if not deleted:
+        return json_error(404, f"you have no session {session_id!r}")
+    return web.json_response({"session_id": session_id, "deleted": True})
 
 
 async def health(request: web.Request) -> web.Response:

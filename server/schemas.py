@@ -313,6 +313,48 @@ def openapi_document() -> dict[str, Any]:
                         "404": error("No such call waits for this user's answer"),
                         "409": error("The call was already answered"),
                         "413": error("Body too large"),
+                        "503": error("The shared store (Redis) is unavailable"),
+                    },
+                }
+            },
+            "/api/sessions/{session_id}": {
+                "delete": {
+                    "summary": "Forget a conversation of the caller (its history and any run "
+                    "paused for approval)",
+                    "parameters": [
+                        {
+                            "name": "session_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+                        },
+                        {
+                            "name": "user_id",
+                            "in": "query",
+                            "required": False,
+                            "description": "The owner, when no API key says who the caller is",
+                            "schema": {"type": "string", "maxLength": 256},
+                        },
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "Forgotten",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {
+                                            "session_id": {"type": "string"},
+                                            "deleted": {"const": True},
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        "400": error("Invalid session id"),
+                        "401": error("Missing or wrong API key"),
+                        "404": error("The caller has no such session"),
+                        "503": error("The shared store (Redis) is unavailable"),
                     },
                 }
             },

@@ -256,6 +256,7 @@ def test_rows_cover_every_area_of_the_service() -> None:
         "Tools",
         "Guards and hooks",
         "LLM",
+        "Memory",
     ]
 
 

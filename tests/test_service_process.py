@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_executor import ToolCall
+from agent_executor import InMemoryConversationStore, ToolCall
 from agent_executor.approvals import ApprovalSigner
 from server.cli import CliError, _api_keys, _build, build_parser
 
@@ -158,6 +158,46 @@ def test_the_approval_secret_comes_from_the_flag_or_the_environment() -> None:
     assert random._signer.token("alice", "s", call) != expected
 
 
+def test_history_flags_configure_the_compressor_and_the_session_ttl() -> None:
+    parser = build_parser()
+
+    _, plain = _build(parser.parse_args(["serve"]), {})
+    _, compressed = _build(
+        parser.parse_args(["serve", "--history-max-tokens", "800", "--session-ttl", "90"]), {}
+    )
+    _, own_model = _build(
+        parser.parse_args(
+            [
+                *("serve", "--history-max-tokens", "800", "--history-keep-tokens", "300"),
+                *("--summary-model", "openai/summariser", "--api-base", "http://127.0.0.1:9"),
+            ]
+        ),
+        {},
+    )
+
+    assert plain._compressor is None
+    assert compressed._compressor is not None
+    assert (compressed._compressor.max_tokens, compressed._compressor.keep_recent_tokens) == (
+        800,
+        200,
+    )
+    assert compressed._compressor.model is compressed.model
+    assert isinstance(compressed.memory, InMemoryConversationStore)
+    assert compressed.memory.ttl_seconds == 90
+    assert own_model._compressor is not None
+    assert own_model._compressor.keep_recent_tokens == 300
+    assert own_model._compressor.model.name == "openai/summariser"
+    with pytest.raises(CliError, match="need --history-max-tokens"):
+        _build(parser.parse_args(["serve", "--summary-model", "demo"]), {})
+    with pytest.raises(CliError, match="keep_recent_tokens"):
+        _build(
+            parser.parse_args(
+                ["serve", "--history-max-tokens", "10", "--history-keep-tokens", "10"]
+            ),
+            {},
+        )
+
+
 def test_api_keys_file_format(tmp_path: Path) -> None:
     path = tmp_path / "keys"
     path.write_text("# team keys\nalice = k1\n\nbob=k2\n", encoding="utf-8")
@@ -190,7 +230,12 @@ def test_tools_modules_are_imported(tmp_path: Path) -> None:
         (["--rate-limit", "20/fortnight"], "invalid rate '20/fortnight'"),
         (["--rate-limit-burst", "5"], "--rate-limit-burst needs --rate-limit"),
         (["--trusted-proxies", "not-an-ip"], "trusted_proxies"),
-        (["--redis-url", "redis://127.0.0.1:1"], "--redis-url / REDIS_URL"),
+        (["--redis-url", "http://127.0.0.1:1"], "must be a redis://, rediss:// or unix:// URL"),
+        (
+            ["--redis-url", "redis://:pw@127.0.0.1:1"],
+            "Redis at redis://***@127.0.0.1:1 is unavailable",
+        ),
+        (["--session-ttl", "0"], "--session-ttl must be positive"),
     ],
 )
 def test_configuration_errors_exit_with_status_2(argv: list[str], message: str) -> None:
