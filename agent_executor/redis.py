@@ -410,8 +410,12 @@ class RedisToolResultRelay(_RedisPart):
                 await pubsub.subscribe(self._channel_prefix + self.replica)
                 self._subscribed.set()
                 backoff = 0.1
-                async for message in pubsub.listen():
-                    self._receive(message.get("data"))
+                while True:
+                    # A bounded wait returns None when idle, in every redis-py version (a
+                    # blocking read times out after socket_timeout in some).
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                    if message is not None:
+                        self._receive(message.get("data"))
             except (RedisError, OSError) as exc:
                 self._subscribed.clear()
                 logger.warning("tool-result relay lost Redis (%s); retrying in %g s", exc, backoff)

@@ -37,6 +37,7 @@ from agent_executor.redis import (
     RedisConversationStore,
     RedisRateLimitStorage,
     RedisToolResultRelay,
+    connect,
 )
 from agent_executor.results import ToolCallRecord
 
@@ -253,6 +254,30 @@ async def test_a_frontend_result_posted_to_another_replica_reaches_the_run(
     done = events[-1]
     assert isinstance(done, DoneEvent)
     assert [(r.status, r.result) for r in done.tool_calls] == [("success", "Asia/Tokyo")]
+
+
+async def test_an_idle_relay_stays_subscribed_past_its_socket_timeout(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    waiting_side = RedisToolResultRelay(connect(server.url, socket_timeout=0.3))
+    other = RedisToolResultRelay(server.url)
+    local = ToolResults(relay=waiting_side)
+    answer = local.expect("c1", "alice")
+    try:
+        await local.announce("c1", "alice", ttl=30)
+        before = (await other.redis.info("stats"))["total_connections_received"]
+        await anyio.sleep(1.2)  # several socket timeouts with nothing to read
+        after = (await other.redis.info("stats"))["total_connections_received"]
+        assert await other.deliver("c1", "alice", "late but fine", None) == "delivered"
+        with anyio.fail_after(5):
+            assert await answer == ("late but fine", None)
+        # no reconnects meanwhile: each would leave a moment in which answers are lost
+        assert after == before
+        assert not [r for r in caplog.records if r.name == "agent_executor.redis"]
+    finally:
+        await waiting_side.aclose()
+        await waiting_side.redis.aclose()
+        await other.aclose()
 
 
 async def test_an_answer_for_a_replica_that_is_gone_is_unknown(server: RedisServer) -> None:
