@@ -209,20 +209,16 @@ async def compact_history(
     """
     try:
         result = await compressor.compress(history)
-    except ModelError as exc:
+    except Exception as exc:
         metrics.history_compression_failures.inc()
-        logger.warning("history compression failed, using the full history: %s", exc.message)
-        return history
-    except TimeoutError:
-        metrics.history_compression_failures.inc()
-        logger.warning(
-            "history compression failed, using the full history: no summary within %s s",
-            compressor.timeout,
-        )
-        return history
-    except Exception:
-        metrics.history_compression_failures.inc()
-        logger.exception("history compression failed, using the full history")
+        if isinstance(exc, ModelError):
+            reason = exc.message
+        elif isinstance(exc, TimeoutError):
+            reason = f"no summary within {compressor.timeout} s"
+        else:
+            logger.exception("history compression failed, using the full history")
+            return history
+        logger.warning("history compression failed, using the full history: %s", reason)
         return history
     if result is None:
         return history

@@ -394,8 +394,8 @@ class AgentExecutor:
             return []
         try:
             history = await self.memory.load(command.user_id, command.session_id)
-        except StoreUnavailable as exc:
-            raise RunFailed(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+        except StoreUnavailable:
+            raise  # reported with its own message by _guarded_drive
         except Exception:
             logger.exception("loading the conversation failed")
             raise RunFailed(

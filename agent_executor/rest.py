@@ -39,7 +39,7 @@ from .errors import (
     RestHTTPError,
     RestToolError,
 )
-from .tools import Tool, ToolArgumentsError
+from .tools import _JSON_TYPES, Tool, ToolArgumentsError
 
 __all__ = ["RestConnectionError", "RestHTTPError", "RestTool", "RestToolError"]
 
@@ -65,15 +65,6 @@ _NEVER_SENT = frozenset(
     }
 )
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
 # The client's own timeout fires a little after the tool's, so that inside a run the executor's
 # timeout wins and the call is reported as ``timeout``; the client's only bounds direct calls.
 _CLIENT_GRACE_SECONDS = 0.5

@@ -292,7 +292,7 @@ class LLMServer:
 class Service:
     """``python -m server`` on the fast path to the LLM server, with the benchmark's tool."""
 
-    def __init__(self, log_dir: Path, llm: LLMServer, max_concurrency: int) -> None:
+    def __init__(self, log_dir: Path, llm: LLMServer, max_concurrency: int, *extra: str) -> None:
         self.port = free_port()
         self.log = (log_dir / f"service-{self.port}.log").open("wb")
         self.cmd = [
@@ -309,6 +309,7 @@ class Service:
             str(HERE / "bench_tools.py"),
             "--max-concurrency",
             str(max_concurrency),
+            *extra,
         ]
         self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
         self.ready_s = wait_http(f"{self.url}/api/health", 30, self.proc)

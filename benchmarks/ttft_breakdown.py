@@ -37,11 +37,12 @@ from benchmarks.run import (  # noqa: E402
     MAIN_PY,
     ROOT,
     LLMServer,
+    Service,
     free_port,
     stop_process,
     wait_http,
 )
-from benchmarks.scenario import now, run_id, weather  # noqa: E402
+from benchmarks.scenario import now, run_id  # noqa: E402
 
 
 def _relay_app(llm_base: str) -> Any:
@@ -66,27 +67,7 @@ def _relay_app(llm_base: str) -> Any:
         sink = _Sink(queue)
 
         async def drive() -> None:
-            messages: list[dict[str, Any]] = [{"role": "user", "content": body["message"]}]
-            calls, first = await floor._turn(messages, sink, None)
-            while calls:
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": c["id"],
-                                "type": "function",
-                                "function": {"name": c["name"], "arguments": c["arguments"]},
-                            }
-                            for c in calls
-                        ],
-                    }
-                )
-                for c in calls:
-                    result = weather(**json.loads(c["arguments"]))
-                    messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
-                calls, first = await floor._turn(messages, sink, first)
+            await floor.converse([{"role": "user", "content": body["message"]}], sink)
             queue.put_nowait(None)
 
         task = asyncio.ensure_future(drive())
@@ -117,13 +98,6 @@ def _start(cmd: list[str], port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_http(f"http://127.0.0.1:{port}/api/health", 30, proc)
     return proc
-
-
-def _service(llm: LLMServer, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    cmd = [MAIN_PY, "-m", "server", "--port", str(port), "--model", "openai/bench"]
-    cmd += ["--api-base", llm.base_url, "--tools", str(HERE / "bench_tools.py"), *extra]
-    return _start(cmd, port), f"http://127.0.0.1:{port}"
 
 
 async def _median_ttft_ms(variant: worker.Variant, runs: int) -> float:
@@ -182,21 +156,28 @@ def main() -> None:
 
         web.run_app(_relay_app(args.relay[1]), host="127.0.0.1", port=int(args.relay[0]))
         return
-    llm = LLMServer(Path(tempfile.mkdtemp(prefix="ttft-")), workers=1)
-    procs: list[subprocess.Popen[bytes]] = []
+    log_dir = Path(tempfile.mkdtemp(prefix="ttft-"))
+    llm = LLMServer(log_dir, workers=1)
+    relay: subprocess.Popen[bytes] | None = None
+    services: list[Service] = []
     try:
         relay_port = free_port()
-        relay = [MAIN_PY, __file__, "--relay", str(relay_port), llm.base_url]
-        procs.append(_start(relay, relay_port))
-        urls = {"relay": f"http://127.0.0.1:{relay_port}"}
-        proc, urls["service"] = _service(llm)
-        procs.append(proc)
-        proc, urls["service, no injection guard"] = _service(llm, "--no-injection-guard")
-        procs.append(proc)
+        relay = _start([MAIN_PY, __file__, "--relay", str(relay_port), llm.base_url], relay_port)
+        services = [
+            Service(log_dir, llm, 100),
+            Service(log_dir, llm, 100, "--no-injection-guard"),
+        ]
+        urls = {
+            "relay": f"http://127.0.0.1:{relay_port}",
+            "service": services[0].url,
+            "service, no injection guard": services[1].url,
+        }
         asyncio.run(_main(args, llm, urls))
     finally:
-        for proc in procs:
-            stop_process(proc)
+        if relay is not None:
+            stop_process(relay)
+        for service in services:
+            service.stop()
         llm.stop()
 
 

@@ -29,6 +29,7 @@ import sys
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,27 @@ class Variant:
         pass
 
 
+def tool_round(calls: list[dict[str, Any]], loads: Callable[[Any], Any]) -> list[dict[str, Any]]:
+    """The assistant message with the model's ``calls`` and the tool's answer to each."""
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in calls
+        ],
+    }
+    results = [
+        {"role": "tool", "tool_call_id": c["id"], "content": weather(**loads(c["arguments"]))}
+        for c in calls
+    ]
+    return [assistant, *results]
+
+
 class Floor(Variant):
     """Raw aiohttp: bytes split into lines in bulk, ``json.loads`` (or orjson) per ``data:``."""
 
@@ -156,27 +178,17 @@ class Floor(Variant):
             {"role": "user", "content": prompt(rid, tokens, delay_ms)}
         ]
         parts: list[str] = []
+        first = await self.converse(messages, parts)
+        return "".join(parts), first
+
+    async def converse(self, messages: list[dict[str, Any]], parts: list[str]) -> float | None:
+        """Model turns until one calls no tool; text deltas go to ``parts``. The time of the
+        first text delta."""
         calls, first = await self._turn(messages, parts, None)
         while calls:
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": c["id"],
-                            "type": "function",
-                            "function": {"name": c["name"], "arguments": c["arguments"]},
-                        }
-                        for c in calls
-                    ],
-                }
-            )
-            for c in calls:
-                result = weather(**self.loads(c["arguments"]))
-                messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+            messages += tool_round(calls, self.loads)
             calls, first = await self._turn(messages, parts, first)
-        return "".join(parts), first
+        return first
 
     async def _turn(
         self, messages: list[dict[str, Any]], parts: list[str], first: float | None
@@ -420,23 +432,7 @@ class OpenAISDK(Variant):
                                 entry["arguments"] += tc.function.arguments
             if not calls:
                 break
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": c["id"],
-                            "type": "function",
-                            "function": {"name": c["name"], "arguments": c["arguments"]},
-                        }
-                        for c in calls.values()
-                    ],
-                }
-            )
-            for c in calls.values():
-                result = weather(**json.loads(c["arguments"]))
-                messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+            messages += tool_round(list(calls.values()), json.loads)
         return "".join(parts), first
 
     async def close(self) -> None:

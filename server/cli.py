@@ -8,6 +8,7 @@ runs on the offline ``DemoModel``; without ``--tools`` it registers the demo too
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -302,54 +303,54 @@ def _build(
     if not tool_modules and not args.mcp:
         tools = list(DEMO_TOOLS)
     shared = _shared(args, env)
-    model = _model(args, env)
-    executor = AgentExecutor(
+    return settings, _executor(args, shared, _model(args, env), tools)
+
+
+def _executor(
+    args: argparse.Namespace,
+    shared: _Shared,
+    model: ChatModel,
+    tools: Sequence[Tool],
+    *,
+    name: str | None = None,
+    system_prompt: str | None = None,
+    description: str = "",
+) -> AgentExecutor:
+    """One agent (``name``: one of ``--agents``) with the flags' limits and the shared parts."""
+    return AgentExecutor(
         model=model,
         tools=tools,
-        guards=_guards(args, shared),
-        output_guard=OutputGuard() if args.output_guard else None,
-        system_prompt=args.system_prompt,
+        guards=shared.guards,
+        output_guard=shared.output_guard,
+        system_prompt=args.system_prompt if system_prompt is None else system_prompt,
         max_concurrency=args.max_concurrency,
         request_timeout=args.request_timeout,
         max_tool_calls=args.max_tool_calls,
         approval_secret=shared.approval_secret,
-        memory=shared.memory(None),
+        memory=shared.memory(name),
         tool_results=shared.tool_results,
-        history_compressor=_compressor(args, env, model),
+        history_compressor=shared.compressor(model),
+        name=name or "default",
+        description=description,
     )
-    return settings, executor
-
-
-def _compressor(
-    args: argparse.Namespace, env: Environ, model: ChatModel
-) -> HistoryCompressor | None:
-    """The ``--history-*`` compression, summarising with ``--summary-model`` or ``model``."""
-    if args.history_max_tokens is None:
-        if args.history_keep_tokens is not None or args.summary_model:
-            raise CliError("--history-keep-tokens and --summary-model need --history-max-tokens")
-        return None
-    keep = args.history_keep_tokens
-    if keep is None:
-        keep = max(1, args.history_max_tokens // 4)
-    summariser = _model(args, env, args.summary_model) if args.summary_model else model
-    try:
-        return HistoryCompressor(
-            summariser, max_tokens=args.history_max_tokens, keep_recent_tokens=keep
-        )
-    except ConfigurationError as exc:
-        raise CliError(f"--history-max-tokens / --history-keep-tokens: {exc}") from None
 
 
 @dataclass(frozen=True)
 class _Shared:
-    """What every agent of the process shares: where conversations, rate limits and frontend
-    tool answers live (this process, or Redis for all replicas) and the approval secret."""
+    """What every agent of the process shares: the guards (so a per-user rate limit counts
+    across agents), the output guard, where conversations, rate limits and frontend tool
+    answers live (this process, or Redis for all replicas), the approval secret and the
+    history compression settings."""
 
+    guards: list[Guard]
+    output_guard: OutputGuard | None
     redis_url: str | None
     session_ttl: float
     approval_secret: str | bytes | None
     tool_results: ToolResults
-    rate_limit_storage: RateLimitStorage | None
+    history_max_tokens: int | None
+    history_keep_tokens: int
+    summariser: ChatModel | None
 
     def memory(self, agent: str | None) -> ConversationStore:
         """The conversation store of one agent (``None``: the only one)."""
@@ -360,33 +361,64 @@ class _Shared:
         prefix = "agent-executor:" if agent is None else f"agent-executor:agent:{agent}:"
         return RedisConversationStore(self.redis_url, prefix=prefix, ttl_seconds=self.session_ttl)
 
+    def compressor(self, model: ChatModel) -> HistoryCompressor | None:
+        """The ``--history-*`` compression of an agent on ``model`` (its summariser unless
+        ``--summary-model`` names one)."""
+        if self.history_max_tokens is None:
+            return None
+        try:
+            return HistoryCompressor(
+                self.summariser or model,
+                max_tokens=self.history_max_tokens,
+                keep_recent_tokens=self.history_keep_tokens,
+            )
+        except ConfigurationError as exc:
+            raise CliError(f"--history-max-tokens / --history-keep-tokens: {exc}") from None
+
 
 def _shared(args: argparse.Namespace, env: Environ) -> _Shared:
-    """Redis parts for ``--redis-url`` (and its approval secret unless one is given)."""
+    """The parts of :class:`_Shared`; Redis ones for ``--redis-url`` (with its approval secret
+    unless one is given: read last, as it waits for Redis)."""
     if args.session_ttl <= 0:
         raise CliError("--session-ttl must be positive")
+    if args.history_max_tokens is None and (
+        args.history_keep_tokens is not None or args.summary_model
+    ):
+        raise CliError("--history-keep-tokens and --summary-model need --history-max-tokens")
     url = args.redis_url or env.get("REDIS_URL") or None
     secret: str | bytes | None = args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None
-    if url is None:
-        return _Shared(None, args.session_ttl, secret, ToolResults(), None)
-    try:
-        from agent_executor import redis as shared_redis
-    except ImportError:
-        raise CliError("--redis-url needs redis: pip install 'agent-executor[redis]'") from None
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise CliError(f"--redis-url must be a redis://, rediss:// or unix:// URL, not {url!r}")
-    if secret is None:
+    tool_results, rate_storage = ToolResults(), None
+    if url is not None:
+        try:
+            from agent_executor import redis as shared_redis
+        except ImportError:
+            raise CliError("--redis-url needs redis: pip install 'agent-executor[redis]'") from None
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise CliError(f"--redis-url must be a redis://, rediss:// or unix:// URL, not {url!r}")
+        tool_results = ToolResults(relay=shared_redis.RedisToolResultRelay(url))
+        rate_storage = shared_redis.RedisRateLimitStorage(url)
+    shared = _Shared(
+        guards=_guards(args, rate_storage),
+        output_guard=OutputGuard() if args.output_guard else None,
+        redis_url=url,
+        session_ttl=args.session_ttl,
+        approval_secret=secret,
+        tool_results=tool_results,
+        history_max_tokens=args.history_max_tokens,
+        history_keep_tokens=(
+            max(1, (args.history_max_tokens or 0) // 4)
+            if args.history_keep_tokens is None
+            else args.history_keep_tokens
+        ),
+        summariser=_model(args, env, args.summary_model) if args.summary_model else None,
+    )
+    if url is not None and secret is None:
         try:
             secret = shared_redis.shared_secret(url)
         except StoreUnavailable as exc:
             raise CliError(f"{exc} (it holds the approval secret the replicas share)") from None
-    return _Shared(
-        url,
-        args.session_ttl,
-        secret,
-        ToolResults(relay=shared_redis.RedisToolResultRelay(url)),
-        shared_redis.RedisRateLimitStorage(url),
-    )
+        shared = dataclasses.replace(shared, approval_secret=secret)
+    return shared
 
 
 _AGENT_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -539,33 +571,21 @@ def _agent_router(
     own_tools: Mapping[str, Sequence[Tool]],
     mcp_tools: Sequence[Tool],
 ) -> AgentRouter:
-    """One executor per agent, all sharing one list of guards (so a per-user rate limit counts
-    across agents), one output guard, the limits and the approval secret."""
+    """One executor per agent, all sharing the parts of :class:`_Shared` and the limits."""
     shared = _shared(args, env)
-    guards = _guards(args, shared)
-    output_guard = OutputGuard() if args.output_guard else None
     executors: dict[str, AgentExecutor] = {}
     for name, agent in config.agents.items():
         what = f"agent {name!r}"
         model = _model(args, env, agent.model, agent.api_base, agent.key(env, what))
-        compressor = _compressor(args, env, model)
+        tools = [*own_tools[name], *(mcp_tools if agent.mcp else ())]
         try:
-            executors[name] = AgentExecutor(
-                model=model,
-                tools=[*own_tools[name], *(mcp_tools if agent.mcp else ())],
-                guards=guards,
-                output_guard=output_guard,
-                system_prompt=(
-                    args.system_prompt if agent.system_prompt is None else agent.system_prompt
-                ),
-                max_concurrency=args.max_concurrency,
-                request_timeout=args.request_timeout,
-                max_tool_calls=args.max_tool_calls,
-                approval_secret=shared.approval_secret,
-                memory=shared.memory(name),
-                tool_results=shared.tool_results,
-                history_compressor=compressor,
+            executors[name] = _executor(
+                args,
+                shared,
+                model,
+                tools,
                 name=name,
+                system_prompt=agent.system_prompt,
                 description=agent.description,
             )
         except ConfigurationError as exc:
@@ -610,7 +630,7 @@ def _list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
 
-def _guards(args: argparse.Namespace, shared: _Shared) -> list[Guard]:
+def _guards(args: argparse.Namespace, rate_storage: RateLimitStorage | None) -> list[Guard]:
     """Rate limit (if asked), input validation, injection detection: cheapest refusals first."""
     guards: list[Guard] = []
     if args.rate_limit_burst is not None and not args.rate_limit:
@@ -621,7 +641,7 @@ def _guards(args: argparse.Namespace, shared: _Shared) -> list[Guard]:
                 RateLimitGuard(
                     args.rate_limit,
                     burst=args.rate_limit_burst,
-                    storage=shared.rate_limit_storage,
+                    storage=rate_storage,
                 )
             )
         except ConfigurationError as exc:

@@ -35,9 +35,9 @@ from agent_executor import (
 )
 
 from .errors import STATUS_BY_CODE, openai_error, status_for
-from .routes import caller_headers, client_address, stream_events
+from .routes import caller_headers, caller_id, client_address, stream_events
 from .schemas import describe_validation_error
-from .state import AGENTS, AUTH_USER, REQUEST_ID, STATE
+from .state import AGENTS, REQUEST_ID, STATE
 
 __all__ = ["add_openai_routes"]
 
@@ -198,9 +198,11 @@ def _command(request: web.Request, body: ChatCompletionRequest) -> AgentCommand:
         )
         if v is not None
     }
-    user = request.get(AUTH_USER) or request.headers.get("X-User-Id") or body.user
     return AgentCommand(
-        user_prompt=last.text(), user_id=user, messages=messages, model_params=params
+        user_prompt=last.text(),
+        user_id=caller_id(request, body.user),
+        messages=messages,
+        model_params=params,
     )
 
 

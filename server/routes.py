@@ -7,8 +7,8 @@ import ipaddress
 import json
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -25,7 +25,6 @@ from agent_executor import (
     ErrorEvent,
     EventStream,
     StoreUnavailable,
-    ToolResults,
 )
 from agent_executor.tool_results import Delivery
 
@@ -50,7 +49,14 @@ from .state import (
     ServiceState,
 )
 
-__all__ = ["PUBLIC_HANDLERS", "add_routes", "caller_headers", "client_address", "stream_events"]
+__all__ = [
+    "PUBLIC_HANDLERS",
+    "add_routes",
+    "caller_headers",
+    "caller_id",
+    "client_address",
+    "stream_events",
+]
 
 _openapi_cache: dict[str, Any] = {}
 
@@ -178,18 +184,12 @@ async def tool_result(request: web.Request) -> web.Response:
         answer = ToolResultRequest.model_validate(data)
     except ValidationError as exc:
         return json_error(400, describe_validation_error(exc))
-    user_id = request.get(AUTH_USER) or request.headers.get("X-User-Id") or answer.user_id
-    agents = request.app[AGENTS]
-    names = [answer.agent] if answer.agent else list(agents.agents)
-    registries: dict[
-        int, ToolResults
-    ] = {}  # agents may share one (and with Redis it reaches every replica)
-    for name in names:
-        executor = agents.agents.get(name)
-        if executor is not None:
-            registries[id(executor.tool_results)] = executor.tool_results
+    user_id = caller_id(request, answer.user_id)
+    agents = request.app[AGENTS].agents
+    names = [answer.agent] if answer.agent else list(agents)
     outcome: Delivery = "unknown"
-    for registry in registries.values():
+    # Agents may share one registry (and with Redis it reaches every replica).
+    for registry in _distinct(agents[n].tool_results for n in names if n in agents):
         try:
             outcome = await registry.submit(
                 answer.call_id, user_id, result=answer.result, error=answer.error
@@ -210,17 +210,11 @@ async def delete_session(request: web.Request) -> web.Response:
     paused for approval). The owner is the API key's user, else ``X-User-Id`` or ``user_id``
     in the query; another user's session of the same id is untouched (404)."""
     session_id = request.match_info["session_id"]
-    user_id = (
-        request.get(AUTH_USER)
-        or request.headers.get("X-User-Id")
-        or request.query.get("user_id")
-        or None
-    )
+    user_id = caller_id(request, request.query.get("user_id") or None)
     if not 0 < len(session_id) <= 256 or (user_id is not None and len(user_id) > 256):
         return json_error(400, "session_id and user_id must be 1 to 256 characters")
-    stores = {id(e.memory): e.memory for e in request.app[AGENTS].agents.values()}
     deleted = False
-    for store in stores.values():
+    for store in _distinct(e.memory for e in request.app[AGENTS].agents.values()):
         try:
             deleted = await store.delete(user_id, session_id) or deleted
         except StoreUnavailable as exc:
@@ -265,6 +259,20 @@ async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
 
+def caller_id(request: web.Request, given: str | None) -> str | None:
+    """Whose request this is: the API key's user, else ``X-User-Id``, else the id the request
+    itself gives (without API keys requests are not authenticated)."""
+    return request.get(AUTH_USER) or request.headers.get("X-User-Id") or given
+
+
+_T = TypeVar("_T")
+
+
+def _distinct(parts: Iterable[_T]) -> list[_T]:
+    """``parts`` without repeats of the same object (agents may share a store or registry)."""
+    return list({id(part): part for part in parts}.values())
+
+
 async def _parse(
     request: web.Request,
 ) -> tuple[ChatRequest, AgentExecutor, AgentCommand, AgentSelectedEvent | None] | web.Response:
@@ -280,8 +288,7 @@ async def _parse(
     except ValidationError as exc:
         return json_error(400, describe_validation_error(exc))
     agents = request.app[AGENTS]
-    user_id = request.get(AUTH_USER) or request.headers.get("X-User-Id") or chat_request.user_id
-    command = chat_request.to_command(user_id)
+    command = chat_request.to_command(caller_id(request, chat_request.user_id))
     try:
         executor, selection = await agents.resolve(command, chat_request.agent)
     except ConfigurationError as exc:
