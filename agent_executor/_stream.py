@@ -15,7 +15,6 @@ never the stream, so that works.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from types import TracebackType
 from typing import Any
@@ -31,12 +30,17 @@ Emit = Callable[[AgentEvent], None]
 
 class _Channel:
     """An unbounded single-consumer queue of events (model output is small; the run's
-    ``request_timeout`` bounds it)."""
+    ``request_timeout`` bounds it).
 
-    __slots__ = ("buffer", "finished", "waiter")
+    A list and a read position rather than a ``deque``: a stream holds a few events at a time,
+    and an empty deque alone costs ~0.7 KiB per open stream.
+    """
+
+    __slots__ = ("buffer", "finished", "head", "waiter")
 
     def __init__(self) -> None:
-        self.buffer: deque[AgentEvent] = deque()
+        self.buffer: list[AgentEvent] = []
+        self.head = 0
         self.waiter: asyncio.Future[None] | None = None
         self.finished = False
 
@@ -45,6 +49,27 @@ class _Channel:
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def take(self) -> AgentEvent | None:
+        """The oldest waiting event, or None."""
+        buffer, head = self.buffer, self.head
+        if head == len(buffer):
+            return None
+        event = buffer[head]
+        if head + 1 == len(buffer):
+            buffer.clear()
+            self.head = 0
+        else:
+            self.head = head + 1
+        return event
+
+    def take_all(self) -> list[AgentEvent]:
+        """Every waiting event, oldest first."""
+        buffer, head = self.buffer, self.head
+        events = buffer[head:]
+        buffer.clear()
+        self.head = 0
+        return events
 
     def finish(self, _: object = None) -> None:
         self.finished = True
@@ -71,8 +96,9 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
         if self._start is not None:
             self._begin()
         while True:
-            if channel.buffer:
-                return channel.buffer.popleft()
+            event = channel.take()
+            if event is not None:
+                return event
             if channel.finished:
                 self._raise_run_error()
                 raise StopAsyncIteration
@@ -85,12 +111,18 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
             finally:
                 channel.waiter = None
 
+    def start(self) -> None:
+        """Start the run now instead of at the first ``__anext__`` (no-op once started).
+
+        The service starts it before writing the response headers, so the guards and the model
+        request do not wait for them.
+        """
+        if self._start is not None:
+            self._begin()
+
     def drain_nowait(self) -> list[AgentEvent]:
         """Every event that is already waiting (possibly none), without waiting for more."""
-        buffer = self._channel.buffer
-        events = list(buffer)
-        buffer.clear()
-        return events
+        return self._channel.take_all()
 
     async def asend(self, value: None) -> AgentEvent:
         return await self.__anext__()
@@ -110,7 +142,7 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
         """Stop the run (if it is still going) and wait until it has cleaned up."""
         self._start = None
         self._channel.finished = True
-        self._channel.buffer.clear()
+        self._channel.take_all()
         task = self._task
         if task is not None and not task.done():
             task.cancel()

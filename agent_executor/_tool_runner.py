@@ -76,8 +76,9 @@ class ToolRunner:
         self._hooks = hooks
         self._metrics = metrics
 
-    def batch(self, run: Run, task_group: TaskGroup, max_calls: int | None) -> ToolBatch:
-        """A batch for one model turn's calls, run as tasks of ``task_group``."""
+    def batch(self, run: Run, task_group: TaskGroup | None, max_calls: int | None) -> ToolBatch:
+        """A batch for one model turn's calls, run as tasks of ``task_group`` (with ``None``,
+        only :meth:`ToolBatch.run_now` may be used)."""
         return ToolBatch(self, run, task_group, max_calls, self._limits.max_parallel)
 
     async def run_calls(
@@ -95,6 +96,18 @@ class ToolRunner:
         an approved call, which then runs.
         """
         batch: ToolBatch | None = None
+        if len(calls) == 1:
+            # The common case runs in this task: no task group, no limiter, no task switch.
+            call = calls[0]
+            batch = self.batch(run, None, max_calls)
+            try:
+                if decided is None:
+                    await batch.run_now(call, decision)
+                else:
+                    await batch.run_now(call, decided[call.id], approved=True)
+            finally:
+                batch.collect(calls)
+            return batch.limit_hit
         try:
             async with anyio.create_task_group() as tg:
                 batch = self.batch(run, tg, max_calls)
@@ -137,7 +150,7 @@ class ToolRunner:
         run: Run,
         call: ToolCall,
         decision: Decision | None,
-        limiter: anyio.CapacityLimiter,
+        limiter: anyio.CapacityLimiter | None,
         records: dict[str, ToolCallRecord],
     ) -> None:
         """Run (or refuse) one call between its ``tool_start`` and ``tool_end`` events."""
@@ -157,7 +170,7 @@ class ToolRunner:
         run: Run,
         call: ToolCall,
         decision: Decision | None,
-        limiter: anyio.CapacityLimiter,
+        limiter: anyio.CapacityLimiter | None,
         records: dict[str, ToolCallRecord],
     ) -> ToolStatus:
         arguments = loose_arguments(call.arguments)
@@ -166,6 +179,8 @@ class ToolRunner:
         run.pending[call.id] = PendingCall(call.name, arguments, started)
         if decision is not None:
             status, result = decision.status, decision.reason
+        elif limiter is None:
+            status, result = await self._execute(run, call)
         else:
             async with limiter:
                 status, result = await self._execute(run, call)
@@ -311,7 +326,7 @@ class ToolBatch:
         self,
         runner: ToolRunner,
         run: Run,
-        task_group: TaskGroup,
+        task_group: TaskGroup | None,
         max_calls: int | None,
         max_parallel: int,
     ) -> None:
@@ -319,7 +334,7 @@ class ToolBatch:
         self._run = run
         self._tg = task_group
         self._max_calls = max_calls
-        self._limiter = anyio.CapacityLimiter(max_parallel)
+        self._limiter = anyio.CapacityLimiter(max_parallel) if task_group is not None else None
         self._ids: set[str] = set()
         self._started: list[ToolCall] = []
         self.records: dict[str, ToolCallRecord] = {}
@@ -333,21 +348,38 @@ class ToolBatch:
         A call of a tool that needs a person's approval is not started but kept in
         ``run.awaiting_approval``, unless it is ``approved`` already (a resumed run).
         """
+        admitted, decision = self._admit(call, decision, approved)
+        if admitted:
+            assert self._tg is not None, "a batch without a task group runs calls with run_now"
+            self._tg.start_soon(
+                self._runner.run_one, self._run, call, decision, self._limiter, self.records
+            )
+
+    async def run_now(
+        self, call: ToolCall, decision: Decision | None = None, *, approved: bool = False
+    ) -> None:
+        """Like :meth:`start`, but run ``call`` in the current task and wait for it."""
+        admitted, decision = self._admit(call, decision, approved)
+        if admitted:
+            await self._runner.run_one(self._run, call, decision, None, self.records)
+
+    def _admit(
+        self, call: ToolCall, decision: Decision | None, approved: bool
+    ) -> tuple[bool, Decision | None]:
+        """Whether ``call`` is to run now, and the decision that settles it (if any)."""
         if call.id in self._ids:
-            return
+            return False, decision
         tool = self._run.tools.get(call.name)
         if decision is None and not approved and tool is not None and tool.requires_approval:
             self._run.awaiting_approval.append(call)
-            return
+            return False, decision
         self._ids.add(call.id)
         self._started.append(call)
         if decision is None:
             decision = self._runner.plan(self._run, call, self._max_calls)
         if decision is not None and decision.over_limit:
             self.limit_hit = True
-        self._tg.start_soon(
-            self._runner.run_one, self._run, call, decision, self._limiter, self.records
-        )
+        return True, decision
 
     def start_eager(self, call: ToolCall) -> None:
         """Start ``call`` now if its tool is eager; called when its arguments are complete."""

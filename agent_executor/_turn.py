@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ._assembler import ToolCallAssembler
@@ -225,10 +226,14 @@ async def _consume(
                 if text_filter is not None:
                     text = text_filter.feed(text)
                 if text:
-                    if not texts:
+                    first = not texts
+                    if first:
                         output.on_first_text()
                     texts.append(text)
                     emit(MessageEvent(text))
+                    if first:
+                        # The first text goes out now, not after the rest of a burst is parsed.
+                        await anyio.lowlevel.checkpoint()
             if chunk.tool_calls:
                 if on_call is None:
                     assembler.add_all(chunk.tool_calls)

@@ -10,6 +10,7 @@ their outcome from the same :class:`~agent_executor._run.Run`.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -303,7 +304,8 @@ class AgentExecutor:
     async def _guarded_drive(self, run: Run) -> None:
         """Drive the run under its deadline; every failure but cancellation becomes its error."""
         try:
-            with anyio.move_on_after(self._request_timeout) as deadline:
+            timeout = math.inf if self._request_timeout is None else self._request_timeout
+            with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
                 await self._drive(run)
             if deadline.cancelled_caught:
                 message = f"the run did not finish within {self._request_timeout} s"

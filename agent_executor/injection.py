@@ -52,6 +52,7 @@ from typing import ClassVar, Literal, TypeAlias
 
 import anyio.lowlevel
 
+from ._word_gate import WordGate
 from .context import RunContext
 from .errors import ConfigurationError, ErrorCode, GuardRejection
 from .guards import ScreenVerdict
@@ -618,10 +619,12 @@ def _compile_rules() -> tuple[_Rule, ...]:
 
 
 _RULES = _compile_rules()
-# One pass per view decides whether any rule can match at all; most messages match none, and
-# then the per-rule scans (dozens of patterns) are skipped.
-_ANY_ON_WORDS = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in _RULES if r.on_words))
-_ANY_ON_NORM = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in _RULES if not r.on_words))
+_WORD_RULES = tuple(rule for rule in _RULES if rule.on_words)
+_NORM_RULES = tuple(rule for rule in _RULES if not rule.on_words)
+# The words of a text pick the word rules worth running (most texts need few or none); one
+# pass decides whether any rule of the normalised view can match.
+_WORD_GATE = WordGate([rule.pattern for rule in _WORD_RULES])
+_ANY_ON_NORM = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in _NORM_RULES))
 
 # Key phrases matched in the letters-only text (catches "i g n o r e", "i.g.n.o.r.e", ...).
 _COMPACT: tuple[tuple[str, float, re.Pattern[str]], ...] = (
@@ -703,12 +706,14 @@ def _keep_max(weights: dict[str, float], category: str, weight: float) -> None:
 
 
 def _match_rules(norm: str, words: str) -> Iterator[tuple[str, float, int, int]]:
-    if not _ANY_ON_WORDS.search(words) and not _ANY_ON_NORM.search(norm):
-        return
-    for rule in _RULES:
-        view = words if rule.on_words else norm
-        for match in rule.pattern.finditer(view):
+    for index in sorted(_WORD_GATE.candidates(words)):
+        rule = _WORD_RULES[index]
+        for match in rule.pattern.finditer(words):
             yield rule.category, rule.weight, match.start(), match.end()
+    if _ANY_ON_NORM.search(norm):
+        for rule in _NORM_RULES:
+            for match in rule.pattern.finditer(norm):
+                yield rule.category, rule.weight, match.start(), match.end()
 
 
 def _quoted_spans(norm: str) -> list[tuple[int, int]]:

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 __all__ = [
@@ -37,19 +37,32 @@ _trace_id: ContextVar[str] = ContextVar("agent_executor_trace_id", default=_UNSE
 _installed = False
 
 
-@contextmanager
-def log_context(
-    *, request_id: str, user_id: str | None = None, session_id: str | None = None
-) -> Iterator[None]:
-    """Set the logging ids for the code inside the ``with`` block."""
-    tokens = (
-        _request_id.set(request_id),
-        _user_id.set(user_id or _UNSET),
-        _session_id.set(session_id or _UNSET),
-    )
-    try:
-        yield
-    finally:
+class log_context:
+    """Set the logging ids for the code inside the ``with`` block.
+
+    A small class rather than a ``@contextmanager`` generator: one is alive for every running
+    run, and a generator with its frame costs several times the memory.
+    """
+
+    __slots__ = ("_ids", "_tokens")
+
+    def __init__(
+        self, *, request_id: str, user_id: str | None = None, session_id: str | None = None
+    ) -> None:
+        self._ids = (request_id, user_id or _UNSET, session_id or _UNSET)
+        self._tokens: tuple[Token[str], Token[str], Token[str]] | None = None
+
+    def __enter__(self) -> None:
+        request_id, user_id, session_id = self._ids
+        self._tokens = (
+            _request_id.set(request_id),
+            _user_id.set(user_id),
+            _session_id.set(session_id),
+        )
+
+    def __exit__(self, *exc_info: object) -> None:
+        tokens = self._tokens
+        assert tokens is not None
         _session_id.reset(tokens[2])
         _user_id.reset(tokens[1])
         _request_id.reset(tokens[0])

@@ -805,8 +805,8 @@ def config(args: argparse.Namespace) -> dict[str, Any]:
     quick = args.quick
     cfg: dict[str, Any] = {
         "reps": args.reps or (2 if quick else 5),
-        "warmup": 2,
-        "latency_runs": 5 if quick else 8,
+        "warmup": 10,
+        "latency_runs": 10 if quick else 30,
         "latency_tokens": 20,
         "n1": 200,
         "n2": 2200,

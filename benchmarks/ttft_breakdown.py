@@ -12,7 +12,7 @@ token), the time to first token of:
 - ``service``: ``agent-executor serve`` as shipped (input validation and injection guards on);
 - ``service, no injection guard``: the same with ``--no-injection-guard``.
 
-    python benchmarks/ttft_breakdown.py [--rounds 7] [--runs 100]
+    python benchmarks/ttft_breakdown.py [--rounds 7] [--runs 100] [--tokens 1]
 
 Prints a markdown table: the median of the per-round medians and what each adds to the floor.
 """
@@ -100,18 +100,20 @@ def _start(cmd: list[str], port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
-async def _median_ttft_ms(variant: worker.Variant, runs: int) -> float:
+async def _median_ttft_ms(variant: worker.Variant, runs: int, tokens: int) -> float:
     samples = []
     for _ in range(runs):
         started = now()
-        _, first = await variant.run(run_id("ttft"), 1, 0)
+        _, first = await variant.run(run_id("ttft"), tokens, 0)
         if first is None:
             raise RuntimeError("no text arrived")
         samples.append((first - started) * 1000)
     return statistics.median(samples)
 
 
-async def _measure(variants: dict[str, worker.Variant], rounds: int, runs: int) -> dict[str, Any]:
+async def _measure(
+    variants: dict[str, worker.Variant], rounds: int, runs: int, tokens: int
+) -> dict[str, Any]:
     for variant in variants.values():
         for _ in range(20):  # warm-up: imports, connections, caches
             await variant.run("warm", 1, 0)
@@ -119,7 +121,7 @@ async def _measure(variants: dict[str, worker.Variant], rounds: int, runs: int) 
     order = list(variants)
     for r in range(rounds):
         for name in order if r % 2 == 0 else order[::-1]:
-            results[name].append(await _median_ttft_ms(variants[name], runs))
+            results[name].append(await _median_ttft_ms(variants[name], runs, tokens))
     return results
 
 
@@ -131,12 +133,12 @@ async def _main(args: argparse.Namespace, llm: LLMServer, urls: dict[str, str]) 
     for name, variant in variants.items():
         await variant.setup(llm.base_url, 100, {"service_url": urls.get(name, "")})
     try:
-        results = await _measure(variants, args.rounds, args.runs)
+        results = await _measure(variants, args.rounds, args.runs, args.tokens)
     finally:
         for variant in variants.values():
             await variant.close()
     floor = statistics.median(results["floor"])
-    print(f"{args.rounds} rounds x {args.runs} runs (one tool turn, then one token)\n")
+    print(f"{args.rounds} rounds x {args.runs} runs (one tool turn, then {args.tokens} tokens)\n")
     print("| variant | TTFT ms | added to the floor | per-round medians |")
     print("|---|---|---|---|")
     for name, values in results.items():
@@ -149,6 +151,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--tokens", type=int, default=1, help="text tokens after the tool turn")
     parser.add_argument("--relay", nargs=2, metavar=("PORT", "LLM_URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.relay:

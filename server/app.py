@@ -38,6 +38,7 @@ logger = logging.getLogger("server")
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Middleware = Callable[..., Awaitable[web.StreamResponse]]
 
 
 def create_app(
@@ -57,14 +58,15 @@ def create_app(
             raise ValueError("create_app needs at least one agent")
         default = settings.default_agent if settings.default_agent in agents else None
         agents = AgentRouter(agents, default=default)
+    # Only the layers in use: each one stays in memory for as long as a stream is open.
+    middlewares: list[Middleware] = [_request_middleware]
+    if settings.cors_origins:
+        middlewares.append(_cors_middleware(settings))
+    if settings.api_keys:
+        middlewares.append(_auth_middleware(settings))
     app = web.Application(
         client_max_size=settings.max_body_bytes,
-        middlewares=[
-            _request_id_middleware,
-            _error_middleware,
-            _cors_middleware(settings),
-            _auth_middleware(settings),
-        ],
+        middlewares=middlewares,
     )
     app[AGENTS] = agents
     app[SETTINGS] = settings
@@ -86,37 +88,36 @@ def create_app(
 
 
 @web.middleware
-async def _request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def _request_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Give the request its id (``X-Request-Id``: the caller's if sane, else a new one, echoed
+    back), and answer every error as JSON ``{"error": ...}``: no input ever yields a traceback."""
     incoming = request.headers.get("X-Request-Id", "")
     request_id = (
         incoming if 0 < len(incoming) <= 128 and incoming.isprintable() else (uuid.uuid4().hex)
     )
     request[REQUEST_ID] = request_id
-    response = await handler(request)
-    if not response.prepared:
-        response.headers["X-Request-Id"] = request_id
-    return response
-
-
-@web.middleware
-async def _error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every error answer is JSON ``{"error": ...}``; no input ever yields a traceback."""
     try:
-        return await handler(request)
+        response = await handler(request)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
         if exc.content_type == "application/json":
-            return exc
-        message = (
-            exc.reason if exc.text is None or exc.text.startswith(f"{exc.status}:") else (exc.text)
-        )
-        return error_for(request, exc.status, message, **_kept_headers(exc))
+            response = exc
+        else:
+            message = (
+                exc.reason
+                if exc.text is None or exc.text.startswith(f"{exc.status}:")
+                else exc.text
+            )
+            response = error_for(request, exc.status, message, **_kept_headers(exc))
     except asyncio.CancelledError:
         raise
     except Exception:
-        logger.exception("unhandled error (request id %s)", request.get(REQUEST_ID))
-        return error_for(request, 500, f"internal error (request id {request.get(REQUEST_ID)})")
+        logger.exception("unhandled error (request id %s)", request_id)
+        response = error_for(request, 500, f"internal error (request id {request_id})")
+    if not response.prepared:
+        response.headers["X-Request-Id"] = request_id
+    return response
 
 
 def _kept_headers(exc: web.HTTPException) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import ipaddress
 import json
@@ -89,7 +90,9 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
         request_headers=caller_headers(request),
     )
     encoder = AgentEventEncoder(chat_request.events)
-    return await stream_events(request, events, encoder, selection, agent=executor.name)
+    agent = executor.name
+    del parsed, chat_request, executor, command  # not held for as long as the stream is open
+    return await stream_events(request, events, encoder, selection, agent=agent)
 
 
 async def stream_events(
@@ -110,7 +113,16 @@ async def stream_events(
     if agent is not None:
         headers["X-Agent"] = agent
     response = web.StreamResponse(headers=headers)
-    await response.prepare(request)
+    try:
+        # The run gets two turns of the event loop before the headers are written, so its
+        # model request is normally on its way first.
+        events.start()
+        await asyncio.sleep(0)  # the run: guards, then its model request
+        await asyncio.sleep(0)  # aiohttp before Python 3.12 writes a request body in a task
+        await response.prepare(request)
+    except BaseException:
+        await events.aclose()
+        raise
     writer = SSEWriter(
         request, response, encoder, settings.heartbeat_seconds, settings.write_timeout_seconds
     )

@@ -113,14 +113,19 @@ class OpenAICompatModel:
         }
         if request.tools:
             body["tools"] = request.tools
-        return orjson.dumps(body)
+        # A copy of its own size: orjson's result keeps its whole write buffer (4 KiB at least),
+        # and the body lives as long as the stream.
+        return bytes(memoryview(orjson.dumps(body)))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one completion."""
         try:
-            async with self._client().post(
+            # Awaited, not entered: ``async with post(...)`` would keep the finished request
+            # coroutine (~1.3 KiB) alive for the whole stream.
+            response = await self._client().post(
                 self._url, data=self._body(request), headers=self._headers, params=self._query
-            ) as response:
+            )
+            async with response:
                 if response.status != 200:
                     raise await _http_error(response)
                 async for chunk in _chunks(response.content):

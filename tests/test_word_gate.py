@@ -1,0 +1,81 @@
+"""WordGate: the rules it picks for a text, and that it never skips one that matches."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from agent_executor import injection
+from agent_executor._word_gate import WordGate
+
+CORPUS = Path(__file__).parent / "data" / "injection_corpus.jsonl"
+
+
+def _picked(pattern: str, text: str) -> bool:
+    return WordGate([re.compile(pattern)]).candidates(text) == {0}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "runs_for", "skipped_for"),
+    [
+        (r"\bignore\s+all\b", "please ignore all of it", "please ignite it"),
+        (r"\b(?:a|an)\s+new\b", "an apple", "and the rest"),  # short first words are whole words
+        (r"\b(?<!not )(?:forget|drop)\b", "drop it", "drift"),  # look-behinds are skipped
+        (r"\bsys(?:tem)?\b", "system", "symbol"),
+        (r"\b(?:new )?rules\b", "the rules", "the law"),  # an optional start is read through
+    ],
+)
+def test_rules_run_only_for_texts_with_their_first_words(
+    pattern: str, runs_for: str, skipped_for: str
+) -> None:
+    assert _picked(pattern, runs_for)
+    assert not _picked(pattern, skipped_for)
+    assert re.search(pattern, skipped_for) is None
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"gnore",  # not anchored at a word start: can match inside any word
+        r"\b\w+ ignore",  # starts with any word
+        r"\b(?:\d+ )?percent",  # an optional part that may start with any digit
+        r"(?i)\bignore",  # case-insensitive: the letters read are not the only ones
+        r"\b ignore",  # starts with a space, not a word
+    ],
+)
+def test_rules_whose_start_cannot_be_read_always_run(pattern: str) -> None:
+    gate = WordGate([re.compile(pattern)])
+    assert gate.always == {0}
+    assert gate.candidates("nothing like it") == {0}
+
+
+def test_every_injection_rule_has_readable_first_words() -> None:
+    # A new rule that starts with \w, a wide class or no \b still works, but runs on every
+    # text: reword it to start with literal words, or accept the cost knowingly.
+    assert injection._WORD_GATE.always == frozenset()
+
+
+def test_the_gate_never_skips_a_rule_that_matches_anywhere_in_the_corpus() -> None:
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+    readings = 0
+    picked = 0
+    for row in rows:
+        norm = injection.normalise(row["text"])
+        variants = [norm] + [
+            injection._deleet(norm, t) for t in (injection._LEET_I, injection._LEET_L)
+        ]
+        for text in variants:
+            words = injection._PUNCT_RE.sub(" ", text)
+            every_rule = sorted(
+                (rule.category, rule.weight, match.start(), match.end())
+                for rule in injection._RULES
+                for match in rule.pattern.finditer(words if rule.on_words else text)
+            )
+            assert sorted(injection._match_rules(text, words)) == every_rule, row["text"]
+            readings += 1
+            picked += len(injection._WORD_GATE.candidates(words))
+    assert readings > 1000
+    assert picked / readings < len(injection._WORD_RULES) / 2  # the gate does skip rules
