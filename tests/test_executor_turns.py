@@ -441,3 +441,59 @@ async def test_script_exhaustion_fails_loudly() -> None:
 
     assert result.error is not None and result.error.code == "llm_error"
     assert "called 2 times but only 1 turns were scripted" in result.error.message
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_a_tool_raising_cancelled_error_by_itself_is_its_own_failure(calls: int) -> None:
+    # One call runs in the run's own task, several in a task group: the same outcome.
+    @tool
+    async def flaky(n: int) -> str:
+        """Raises CancelledError without being cancelled."""
+        raise anyio.get_cancelled_exc_class()()
+
+    turn = tool_turn(*(call("flaky", {"n": i}, id=f"c{i}") for i in range(calls)))
+    executor = make_executor([turn, text_turn("sorry")], [flaky])
+
+    events = await collect(executor, "go")
+
+    ends = [e for e in events if isinstance(e, ToolEndEvent)]
+    assert [e.status for e in ends] == ["error"] * calls
+    assert isinstance(events[-1], DoneEvent) and events[-1].finish_reason == "stop"
+
+
+async def test_start_begins_the_run_before_the_first_iteration() -> None:
+    executor = make_executor([text_turn("Hello")])
+    model = executor.model
+    stream = executor.execute_stream(AgentCommand(user_prompt="hi"))
+
+    stream.start()
+    with anyio.fail_after(5):
+        while not model.requests:  # type: ignore[attr-defined]
+            await anyio.sleep(0.001)
+    stream.start()  # a second call changes nothing
+
+    events = [event async for event in stream]
+    assert [type(e) for e in events] == [MessageEvent, DoneEvent]
+    assert len(model.requests) == 1  # type: ignore[attr-defined]
+
+
+async def test_a_started_stream_closed_unread_cancels_its_run() -> None:
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Waits until cancelled."""
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "never"
+
+    executor = make_executor([tool_turn(call("wait_forever", id="c1"))], [wait_forever])
+    stream = executor.execute_stream(AgentCommand(user_prompt="go"))
+    stream.start()
+    with anyio.fail_after(5):
+        await started.wait()
+        await stream.aclose()
+        await cancelled.wait()
