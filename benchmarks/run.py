@@ -457,7 +457,7 @@ def phase_cpu(
         v: {"cpu_us_per_token": [], "paced_cpu_us_per_token": [], "latency": [], "errors": []}
         for v in variants
     }
-    service = Service(log_dir, llm, 100) if "service" in variants else None
+    service = Service(log_dir, llm, 100, *cfg["service_args"]) if "service" in variants else None
     try:
         for rep in range(cfg["reps"]):
             order = variants[rep % len(variants) :] + variants[: rep % len(variants)]
@@ -581,7 +581,7 @@ def phase_concurrency(
             started = time.perf_counter()
             try:
                 if variant == "service":
-                    service = Service(log_dir, llm, level)
+                    service = Service(log_dir, llm, level, *cfg["service_args"])
                     job.update(service_url=service.url, service_pid=service.proc.pid)
                 llm_cpu0 = llm.cpu()
                 overflows = listen_overflows()
@@ -733,7 +733,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [
             "",
             "| streams | variant | wall s | × ideal | × floor | done / failed / unfinished "
-            "| client CPU s | client GC s (full GCs, longest pause ms) | service CPU s "
+            "| client CPU s | client GC s (full GCs, longest pause ms) "
+            "| service CPU s (its GCs, generation 0 / 1 / 2) "
             "| LLM server CPU s | peak RSS MiB | KiB/stream | TTFT p50 s | pool |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
@@ -753,6 +754,11 @@ def markdown(results: dict[str, Any]) -> str:
                     if gcs
                     else "–"
                 )
+                service_cell = "–"
+                if service:
+                    service_cell = _fmt(res["cpu_s"], 2)
+                    if res.get("service_gc_collections"):
+                        service_cell += " ({} / {} / {})".format(*res["service_gc_collections"])
                 wall = f"{res['wall_s']:.2f}"
                 if res["unfinished"]:
                     wall = f"> {res['time_limit_s']:.0f}"
@@ -762,7 +768,7 @@ def markdown(results: dict[str, Any]) -> str:
                     f"| {bound}{res['wall_s'] / res['ideal_s']:.2f}× "
                     f"| {bound}{_ratio(res['wall_s'], fw)} "
                     f"| {res['completed']} / {res['failed']} / {res['unfinished']} "
-                    f"| {client_cpu:.2f} | {gc_cell} | {_fmt(res['cpu_s'], 2) if service else '–'} "
+                    f"| {client_cpu:.2f} | {gc_cell} | {service_cell} "
                     f"| {_fmt(res.get('llm_server_cpu_s'), 2)} "
                     f"| {res['peak_rss_kib'] / 1024:.0f} | {res['rss_per_stream_kib']:.1f} "
                     f"| {_fmt(res.get('ttft_s_p50'), 2)} | {res.get('pool', '')} |"
@@ -822,6 +828,7 @@ def config(args: argparse.Namespace) -> dict[str, Any]:
         "import_repeats": 1 if quick else 3,
         "startup_repeats": 2 if quick else 5,
         "llm_workers": args.llm_workers,
+        "service_args": shlex.split(args.service_args),
     }
     return cfg
 
@@ -852,6 +859,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--llm-workers", type=int, default=1, help="processes of the LLM server (SO_REUSEPORT)"
+    )
+    parser.add_argument(
+        "--service-args",
+        default="",
+        help="extra flags for the service, e.g. '--gc-threshold 0' (Python's GC defaults)",
     )
     parser.add_argument("--budget-minutes", type=float, default=14.0, help="hard time budget")
     parser.add_argument("--out", default=str(HERE / "results" / "latest.json"))

@@ -732,6 +732,8 @@ async def concurrency_mode(variant: Variant, job: dict[str, Any]) -> dict[str, A
     client_baseline = rss_kib()
     if service_pid:
         reset_hwm()
+    service_url = job.get("service_url")
+    gc0 = _service_gc_collections(service_url) if service_url else None
     cpu0 = proc_cpu_seconds(service_pid) if service_pid else time.process_time()
     client_cpu0 = time.process_time()
     durations: list[float] = []
@@ -764,6 +766,10 @@ async def concurrency_mode(variant: Variant, job: dict[str, Any]) -> dict[str, A
         task.cancel()
     if pending:
         await asyncio.wait(pending, timeout=10)
+    service_gc = None
+    if service_url and gc0 is not None:
+        gc1 = _service_gc_collections(service_url)
+        service_gc = [b - a for a, b in zip(gc0, gc1, strict=True)] if gc1 is not None else None
     durations.sort()
     ttfts.sort()
     return {
@@ -789,11 +795,30 @@ async def concurrency_mode(variant: Variant, job: dict[str, Any]) -> dict[str, A
             "seconds": [round(x, 4) for x in gc_timer.seconds],
             "longest_pause_s": round(gc_timer.longest, 4),
         },
+        "service_gc_collections": service_gc,
         "stream_s_p50": _pct(durations, 50),
         "stream_s_p99": _pct(durations, 99),
         "ttft_s_p50": _pct(ttfts, 50),
         "ttft_s_p99": _pct(ttfts, 99),
     }
+
+
+def _service_gc_collections(service_url: str) -> list[int] | None:
+    """The service's garbage collections so far, per generation, from its ``/metrics``
+    (prometheus-client's ``python_gc_collections_total``); read before and after the burst."""
+    import re
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(service_url + "/metrics", timeout=10) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    pattern = r'^python_gc_collections_total\{generation="(\d)"\} (\S+)$'
+    found = dict(re.findall(pattern, text, re.M))
+    if len(found) != 3:
+        return None
+    return [int(float(found[str(g)])) for g in range(3)]
 
 
 def _pct(values: list[float], p: float) -> float | None:

@@ -31,6 +31,22 @@ def test_it_starts_on_the_demo_model_and_says_so() -> None:
     assert "model: demo (offline DemoModel" in output
     assert "tools: get_weather, get_time" in output
     assert f"listening on {base}" in output
+    assert "young generation collected every 10000 allocations" in output
+
+
+def test_gc_threshold_flag_sets_the_collector_or_leaves_it_alone() -> None:
+    for argv, expected in (
+        (["--gc-threshold", "2500"], "young generation collected every 2500 allocations"),
+        (["--gc-threshold", "0"], None),
+    ):
+        with service_process(*argv) as (process, _):
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(10) == 0
+            output = process.stdout.read() if process.stdout else ""
+        if expected is None:
+            assert "garbage collector" not in output
+        else:
+            assert expected in output
 
 
 def test_sigterm_ends_a_running_stream_with_error_and_done_then_exits_0() -> None:
@@ -236,6 +252,7 @@ def test_tools_modules_are_imported(tmp_path: Path) -> None:
             "Redis at redis://***@127.0.0.1:1 is unavailable",
         ),
         (["--session-ttl", "0"], "--session-ttl must be positive"),
+        (["--gc-threshold", "-1"], "argument --gc-threshold: must be 0 or more, not -1"),
     ],
 )
 def test_configuration_errors_exit_with_status_2(argv: list[str], message: str) -> None:
