@@ -1,0 +1,185 @@
+"""CPU per token counted in instructions (callgrind): the measure this shared VM cannot blur.
+
+    python benchmarks/instructions.py [--tokens 200,5200] [--variants floor,ours,service]
+
+Timed CPU per token (``benchmarks.run``) moves by ±30% between processes on a shared 2-core VM:
+a process lands on a fast or a slow core for its whole life, so medians of a few processes
+flip ratios. Instructions do not depend on that. For each variant, two processes run under
+``valgrind --tool=callgrind`` and do exactly the same work except for the length of one answer:
+set-up, three warm-up conversations, then one conversation of ``n1`` or of ``n2`` tokens (bulk:
+the model server sends each turn in one write). The difference of their totals over
+``n2 - n1`` is the instructions per extra token; imports, set-up and per-request work cancel
+out. For the service, the service process runs under callgrind and a plain SSE client (not
+counted) drives it. ``PYTHONHASHSEED=0`` everywhere; each variant is measured ``--repeat``
+times to show how repeatable the count is (the number of socket reads per conversation still
+varies a little with timing).
+
+Takes about 4 minutes on 2 cores (valgrind runs Python ~50x slower). Needs ``valgrind``.
+Prints a markdown table; ``--out FILE`` also writes the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+
+from benchmarks import worker  # noqa: E402
+from benchmarks.run import MAIN_PY, ROOT, LLMServer, free_port, stop_process, wait_http  # noqa: E402
+from benchmarks.scenario import expected_text  # noqa: E402
+
+VARIANTS = {
+    "floor": "(a) floor: raw aiohttp + json.loads",
+    "floor_orjson": "(a') raw aiohttp + orjson",
+    "ours": "(b) ours: execute_stream(), OpenAICompatModel",
+    "service": "(d) our service, end to end (SSE): the service process",
+}
+WARMUP = 3
+_TOTAL_RE = re.compile(rb"^(?:summary|totals):\s*(\d+)", re.M)
+
+
+def _valgrind(out_file: Path) -> list[str]:
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", "--quiet"]
+
+
+def _instructions(out_file: Path) -> int:
+    found = _TOTAL_RE.search(out_file.read_bytes())
+    if found is None:
+        raise RuntimeError(f"no instruction total in {out_file}")
+    return int(found.group(1))
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONHASHSEED": "0"}
+
+
+def measure_client(variant: str, base_url: str, tokens: int, work: Path) -> int:
+    """Instructions of a whole client process whose last conversation has ``tokens`` tokens."""
+    out = work / f"{variant}-{tokens}-{os.urandom(3).hex()}.out"
+    cmd = [*_valgrind(out), MAIN_PY, str(Path(__file__).resolve())]
+    cmd += ["--drive", variant, "--base-url", base_url, "--drive-tokens", str(tokens)]
+    subprocess.run(cmd, check=True, cwd=ROOT, env=_env(), capture_output=True, timeout=600)
+    return _instructions(out)
+
+
+def measure_service(base_url: str, tokens: int, work: Path) -> int:
+    """Instructions of a whole service process that served warm-ups and one conversation."""
+    out = work / f"service-{tokens}-{os.urandom(3).hex()}.out"
+    port = free_port()
+    cmd = [*_valgrind(out), MAIN_PY, "-m", "server", "--port", str(port)]
+    cmd += ["--model", "openai/bench", "--api-base", base_url]
+    cmd += ["--tools", str(HERE / "bench_tools.py")]
+    log = (work / f"service-{port}.log").open("wb")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/api/health", 300, proc)
+        drive = [MAIN_PY, str(Path(__file__).resolve()), "--drive", "service"]
+        drive += ["--base-url", base_url, "--service-url", f"http://127.0.0.1:{port}"]
+        drive += ["--drive-tokens", str(tokens)]
+        subprocess.run(drive, check=True, cwd=ROOT, env=_env(), capture_output=True, timeout=600)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+    finally:
+        stop_process(proc, grace=30)
+        log.close()
+    return _instructions(out)
+
+
+async def drive(variant: str, base_url: str, tokens: int, service_url: str | None) -> None:
+    """The measured process's work (or, for the service, its client's): warm-up, one answer."""
+    client: worker.Variant
+    if variant == "service":
+        client = worker.ServiceClient()
+        job: dict[str, Any] = {"service_url": service_url}
+    else:
+        client = worker.VARIANTS[variant]()
+        job = {}
+    await client.setup(base_url, 10, job)
+    try:
+        for i in range(WARMUP):
+            await worker._checked_run(client, f"warm{i}", 20, 0)
+        text, _ = await client.run("measured", tokens, 0)
+        if text != expected_text(tokens):
+            raise RuntimeError(f"{variant}: wrong text for {tokens} tokens")
+    finally:
+        await client.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--tokens", default="200,5200", help="n1,n2")
+    parser.add_argument("--variants", default="floor,floor_orjson,ours,service")
+    parser.add_argument("--repeat", type=int, default=2, help="measurements per variant")
+    parser.add_argument("--out", help="also write the JSON here")
+    parser.add_argument("--drive", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    parser.add_argument("--service-url", help=argparse.SUPPRESS)
+    parser.add_argument("--drive-tokens", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.drive:
+        asyncio.run(drive(args.drive, args.base_url, args.drive_tokens, args.service_url))
+        return 0
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
+    n1, n2 = (int(x) for x in args.tokens.split(","))
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants: {', '.join(unknown)}")
+    work = Path(tempfile.mkdtemp(prefix="agent-executor-instructions-"))
+    llm = LLMServer(work, 1)
+    jobs = [(v, n) for _ in range(args.repeat) for v in variants for n in (n1, n2)]
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = [
+                pool.submit(
+                    measure_service if v == "service" else measure_client,
+                    *((llm.base_url, n, work) if v == "service" else (v, llm.base_url, n, work)),
+                )
+                for v, n in jobs
+            ]
+            counts = [f.result() for f in futures]
+    finally:
+        stop_process(llm.proc)
+    per_token: dict[str, list[float]] = {v: [] for v in variants}
+    for i in range(0, len(jobs), 2):
+        variant = jobs[i][0]
+        per_token[variant].append((counts[i + 1] - counts[i]) / (n2 - n1))
+    floor = statistics.median(per_token["floor"]) if "floor" in per_token else None
+    lines = [
+        f"Instructions per extra token (callgrind; {n1} vs {n2} tokens, bulk; "
+        f"{args.repeat} measurements each):",
+        "",
+        "| variant | instructions/token | measurements | × floor |",
+        "|---|---|---|---|",
+    ]
+    for variant, values in per_token.items():
+        med = statistics.median(values)
+        ratio = f"{med / floor:.2f}×" if floor else "–"
+        shown = ", ".join(f"{v:,.0f}" for v in values)
+        lines.append(f"| {VARIANTS[variant]} | {med:,.0f} | {shown} | {ratio} |")
+    print("\n".join(lines))
+    if args.out:
+        Path(args.out).write_text(
+            json.dumps({"tokens": [n1, n2], "per_token": per_token, "markdown": lines}, indent=1)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
