@@ -2,7 +2,10 @@
 
 Python and SSE share this one model: each event is a frozen, slotted dataclass with a ``type``
 discriminator, and :data:`event_adapter` serialises any of them. ``MessageEvent`` is created once
-per text delta, so it stays a plain dataclass with a single field.
+per text delta, so it stays a plain dataclass with a single field and a hand-written
+``__init__`` that writes its slots directly: a frozen dataclass's generated one goes through
+``object.__setattr__`` for every field, which is measurable per token
+(``benchmarks/instructions.py``).
 """
 
 from __future__ import annotations
@@ -29,12 +32,22 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class MessageEvent:
     """A piece of the model's text, yielded the moment it arrives."""
 
     text: str
     type: Literal["message"] = field(default="message", init=False, repr=False)
+
+    def __init__(self, text: str) -> None:
+        _set_text(self, text)
+        _set_type(self, "message")
+
+
+# The slots' own setters: a frozen instance is written once, here, without the generic
+# attribute look-up of ``object.__setattr__``.
+_set_text = MessageEvent.__dict__["text"].__set__
+_set_type = MessageEvent.__dict__["type"].__set__
 
 
 @dataclass(frozen=True, slots=True)
