@@ -14,7 +14,7 @@ counted) drives it. ``PYTHONHASHSEED=0`` everywhere; each variant is measured ``
 times to show how repeatable the count is (the number of socket reads per conversation still
 varies a little with timing).
 
-Takes about 4 minutes on 2 cores (valgrind runs Python ~50x slower). Needs ``valgrind``.
+Takes about 3 minutes on 2 cores (valgrind runs Python ~50x slower). Needs ``valgrind``.
 Prints a markdown table; ``--out FILE`` also writes the JSON.
 """
 
