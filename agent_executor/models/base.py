@@ -37,8 +37,8 @@ class ModelChunk:
     """One streamed piece of a model turn: text, tool-call fragments, a finish reason, usage.
 
     Made once per streamed chunk, so its ``__init__`` writes the slots directly: the generated
-    one of a frozen dataclass goes through ``object.__setattr__`` for each field, which costs
-    ~1,700 more instructions per chunk (``benchmarks/instructions.py``).
+    one of a frozen dataclass goes through ``object.__setattr__`` for each field, which is
+    measurable per chunk (``benchmarks/instructions.py``, docs/benchmarks.md).
     """
 
     text: str | None = None
