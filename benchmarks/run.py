@@ -290,12 +290,28 @@ class LLMServer:
 
 
 class Service:
-    """``python -m server`` on the fast path to the LLM server, with the benchmark's tool."""
+    """``python -m server`` on the fast path to the LLM server, with the benchmark's tool.
 
-    def __init__(self, log_dir: Path, llm: LLMServer, max_concurrency: int, *extra: str) -> None:
+    ``wrapper`` goes in front of the command (``benchmarks/instructions.py`` runs the service
+    under valgrind, which also needs longer to start and to stop: ``ready_s``, ``stop_grace``).
+    """
+
+    def __init__(
+        self,
+        log_dir: Path,
+        llm: LLMServer,
+        max_concurrency: int,
+        *extra: str,
+        wrapper: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        ready_s: float = 30,
+        stop_grace: float = 20,
+    ) -> None:
         self.port = free_port()
         self.log = (log_dir / f"service-{self.port}.log").open("wb")
+        self.stop_grace = stop_grace
         self.cmd = [
+            *wrapper,
             MAIN_PY,
             "-m",
             "server",
@@ -311,15 +327,17 @@ class Service:
             str(max_concurrency),
             *extra,
         ]
-        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
-        self.ready_s = wait_http(f"{self.url}/api/health", 30, self.proc)
+        self.proc = subprocess.Popen(
+            self.cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT, env=env
+        )
+        self.ready_s = wait_http(f"{self.url}/api/health", ready_s, self.proc)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        stop_process(self.proc, grace=20)
+        stop_process(self.proc, grace=self.stop_grace)
         self.log.close()
 
 

@@ -733,7 +733,7 @@ async def concurrency_mode(variant: Variant, job: dict[str, Any]) -> dict[str, A
     if service_pid:
         reset_hwm()
     service_url = job.get("service_url")
-    gc0 = _service_gc_collections(service_url) if service_url else None
+    gc0 = await asyncio.to_thread(_service_gc_collections, service_url) if service_url else None
     cpu0 = proc_cpu_seconds(service_pid) if service_pid else time.process_time()
     client_cpu0 = time.process_time()
     durations: list[float] = []
@@ -768,7 +768,7 @@ async def concurrency_mode(variant: Variant, job: dict[str, Any]) -> dict[str, A
         await asyncio.wait(pending, timeout=10)
     service_gc = None
     if service_url and gc0 is not None:
-        gc1 = _service_gc_collections(service_url)
+        gc1 = await asyncio.to_thread(_service_gc_collections, service_url)
         service_gc = [b - a for a, b in zip(gc0, gc1, strict=True)] if gc1 is not None else None
     durations.sort()
     ttfts.sort()
