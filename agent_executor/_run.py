@@ -54,6 +54,7 @@ class Run:
         "output",
         "pending",
         "pending_approvals",
+        "reasoning",
         "repaired",
         "started",
         "texts",
@@ -71,6 +72,7 @@ class Run:
         self.messages: list[Message] = []
         self.new_messages: list[Message] = []
         self.texts: list[str] = []
+        self.reasoning: list[str] = []
         self.usage: Usage | None = None
         self.turns = 0
         self.tool_calls_made = 0
@@ -134,4 +136,5 @@ class Run:
             finish_reason=self.finish_reason,
             output=self.output,
             pending_approvals=list(self.pending_approvals),
+            reasoning="".join(self.reasoning) if self.reasoning else None,
         )

@@ -21,7 +21,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ._assembler import ToolCallAssembler
 from .errors import ModelError
-from .events import AgentEvent, MessageEvent
+from .events import AgentEvent, MessageEvent, ReasoningEvent
 from .messages import ToolCall, Usage
 from .metrics import Metrics
 from .models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
@@ -74,7 +74,9 @@ class TurnOutput:
     ``texts`` collects the run's text deltas (what the user saw); ``on_first_text`` is called
     when the run's first delta is released; ``on_call`` gets each tool call whose arguments are
     complete before the stream ends (for eager tools); ``text_filter`` (an output guard) sees
-    every delta before anyone else and may hold text back.
+    every delta before anyone else and may hold text back. ``reasoning`` collects the run's
+    reasoning deltas, each also emitted as a :class:`ReasoningEvent` (``None``: reasoning is
+    kept from the caller); ``reasoning_filter`` is the output guard's filter for them.
     """
 
     emit: Emit
@@ -82,6 +84,8 @@ class TurnOutput:
     on_first_text: Callable[[], None]
     on_call: Callable[[ToolCall], None] | None = None
     text_filter: OutputFilter | None = None
+    reasoning: list[str] | None = None
+    reasoning_filter: OutputFilter | None = None
 
 
 async def stream_turn(
@@ -118,16 +122,20 @@ async def stream_turn(
         tool_calls=tuple(state.assembler.calls()),
         finish_reason=state.finish_reason,
         usage=state.usage,
+        reasoning="".join(state.reasoning),
+        provider_fields=state.provider_fields,
     )
 
 
 class _TurnState:
-    __slots__ = ("assembler", "finish_reason", "usage")
+    __slots__ = ("assembler", "finish_reason", "provider_fields", "reasoning", "usage")
 
     def __init__(self) -> None:
         self.assembler = ToolCallAssembler()
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
+        self.reasoning: list[str] = []
+        self.provider_fields: dict[str, Any] = {}
 
 
 async def _open(
@@ -246,9 +254,15 @@ async def _consume(
                 state.finish_reason = chunk.finish_reason
             if chunk.usage is not None:
                 state.usage = chunk.usage
+            if chunk.reasoning:
+                _reason(chunk.reasoning, state, output)
+            if chunk.provider_fields:
+                state.provider_fields.update(chunk.provider_fields)
             try:
                 chunk = await stream.__anext__()
             except StopAsyncIteration:
+                if output.reasoning_filter is not None:
+                    _release_reasoning(output.reasoning_filter.flush(), output)
                 if text_filter is not None:
                     _release(text_filter.flush(), output)
                 return
@@ -257,6 +271,22 @@ async def _consume(
                 next_refresh = time.monotonic() + slack
     if scope.cancelled_caught:
         raise ModelError(f"the model stream stalled: no chunk for {idle_timeout} s (idle timeout)")
+
+
+def _reason(text: str, state: _TurnState, output: TurnOutput) -> None:
+    """A reasoning delta: kept for the turn, and released to the caller unless it is off."""
+    state.reasoning.append(text)
+    if output.reasoning is None:
+        return
+    if output.reasoning_filter is not None:
+        text = output.reasoning_filter.feed(text)
+    _release_reasoning(text, output)
+
+
+def _release_reasoning(text: str, output: TurnOutput) -> None:
+    if text and output.reasoning is not None:
+        output.reasoning.append(text)
+        output.emit(ReasoningEvent(text))
 
 
 def _release(text: str, output: TurnOutput) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "MessageEvent",
+    "ReasoningEvent",
     "ToolCallEvent",
     "ToolEndEvent",
     "ToolStartEvent",
@@ -48,6 +49,19 @@ class MessageEvent:
 # attribute look-up of ``object.__setattr__``.
 _set_text = MessageEvent.__dict__["text"].__set__
 _set_type = MessageEvent.__dict__["type"].__set__
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningEvent:
+    """A piece of the model's reasoning (thinking) text, yielded as it arrives.
+
+    Never part of the answer: it is not in ``message`` events nor in ``AgentResult.content``
+    (it is gathered in ``AgentResult.reasoning``). ``AgentExecutor(reasoning_events=False)``
+    keeps it from the caller; what the provider needs back on the next turn still goes back.
+    """
+
+    text: str
+    type: Literal["reasoning"] = field(default="reasoning", init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +147,7 @@ class DoneEvent:
 
 AgentEvent = Annotated[
     MessageEvent
+    | ReasoningEvent
     | ToolStartEvent
     | ToolEndEvent
     | ToolCallEvent

@@ -91,6 +91,13 @@ class _Caller:
     headers: Mapping[str, str] | None
 
 
+def _assistant(response: ModelResponse, calls: tuple[ToolCall, ...]) -> AssistantMessage:
+    """The turn as it is kept in the conversation, with what the provider needs back."""
+    return AssistantMessage(
+        content=response.text, tool_calls=calls, provider_fields=response.provider_fields
+    )
+
+
 def _drop(event: AgentEvent) -> None:
     """The ``emit`` of ``execute()``: its result is read from the run, not from events."""
 
@@ -106,6 +113,9 @@ class AgentExecutor:
     frontend tools' answers arrive (several executors of one service may share one, and with
     a relay it spans replicas). ``history_compressor`` summarises the older turns of a session
     whose stored history has grown too long, before the run (see :class:`HistoryCompressor`).
+    ``reasoning_events=False`` keeps the model's reasoning from the caller (no
+    ``ReasoningEvent``, no ``AgentResult.reasoning``); what the provider needs back of it on
+    the next turn still goes back.
     """
 
     def __init__(
@@ -141,6 +151,7 @@ class AgentExecutor:
         name: str = "default",
         description: str = "",
         tool_results: ToolResults | None = None,
+        reasoning_events: bool = True,
     ) -> None:
         if max_concurrency < 1 or max_turns < 1 or max_parallel_tools < 1 or max_tool_calls < 0:
             raise ConfigurationError(
@@ -159,6 +170,7 @@ class AgentExecutor:
         self.metrics = Metrics.for_registry(metrics)
         self._guards = tuple(guards)
         self._output_guard = output_guard
+        self._reasoning_events = reasoning_events
         self._tracing = Tracing(tracer)
         self._signer = ApprovalSigner(approval_secret)
         self.tool_results = ToolResults() if tool_results is None else tool_results
@@ -452,7 +464,7 @@ class AgentExecutor:
             return await self._turn_with_eager_tools(run, max_calls)
         response = await self._model_turn(run, run.tool_specs if offer_tools else [], None)
         calls = response.tool_calls if offer_tools else ()
-        run.add(AssistantMessage(content=response.text, tool_calls=calls))
+        run.add(_assistant(response, calls))
         if not calls:
             return response, calls, False
         decision = self._refusal(run, response)
@@ -470,7 +482,7 @@ class AgentExecutor:
                 try:
                     response = await self._model_turn(run, run.tool_specs, batch.start_eager)
                     calls = response.tool_calls
-                    run.add(AssistantMessage(content=response.text, tool_calls=calls))
+                    run.add(_assistant(response, calls))
                     decision = self._refusal(run, response) if calls else None
                     for call in calls:
                         batch.start(call, decision)
@@ -525,12 +537,15 @@ class AgentExecutor:
         try:
             if self._hooks:
                 request = await self._hooks.before_model(run.ctx, request)
+            guard = self._output_guard
             output = TurnOutput(
                 run.emit,
                 run.texts,
                 lambda: self._first_text(run),
                 on_call,
-                self._output_guard.start() if self._output_guard is not None else None,
+                guard.start() if guard is not None else None,
+                run.reasoning if self._reasoning_events else None,
+                guard.start() if guard is not None and self._reasoning_events else None,
             )
             response = await stream_turn(
                 self.model, request, self._policy, self._turn_metrics, output

@@ -24,13 +24,18 @@ __all__ = [
 
 
 class ToolCall(BaseModel):
-    """A complete tool call requested by the model; ``arguments`` is the raw JSON text it sent."""
+    """A complete tool call requested by the model; ``arguments`` is the raw JSON text it sent.
+
+    ``provider_fields`` holds what the provider put on the call and needs back on the next
+    request, sent as it came (Gemini 3's ``extra_content`` with its thought signature).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     id: str
     name: str
     arguments: str = "{}"
+    provider_fields: dict[str, Any] = Field(default_factory=dict)
 
 
 class SystemMessage(BaseModel):
@@ -52,13 +57,21 @@ class UserMessage(BaseModel):
 
 
 class AssistantMessage(BaseModel):
-    """One model turn: its text and the tool calls it asked for."""
+    """One model turn: its text and the tool calls it asked for.
+
+    ``provider_fields`` holds what the provider put on the turn and needs back on later
+    requests, as top-level message fields sent as they came: DeepSeek's and SGLang's
+    ``reasoning_content``, vLLM's and OpenRouter's ``reasoning``, the ``thinking_blocks`` with
+    their signatures that litellm gives for Anthropic. Providers answer HTTP 400 on the turn
+    after a tool call when these are missing, so they are stored with the conversation.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     role: Literal["assistant"] = "assistant"
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    provider_fields: dict[str, Any] = Field(default_factory=dict)
 
 
 class ToolMessage(BaseModel):
@@ -100,20 +113,26 @@ class Usage(BaseModel):
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Convert messages to the OpenAI Chat Completions ``messages`` format."""
+    """Convert messages to the OpenAI Chat Completions ``messages`` format.
+
+    Each assistant turn carries its ``provider_fields`` back. Once one turn carries
+    ``reasoning_content``, every assistant turn does (empty where the model gave none):
+    DeepSeek's thinking mode answers HTTP 400 for an assistant message without it.
+    """
     out: list[dict[str, Any]] = []
+    thinking = any(
+        isinstance(m, AssistantMessage) and "reasoning_content" in m.provider_fields
+        for m in messages
+    )
     for message in messages:
         if isinstance(message, AssistantMessage):
             item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
-                item["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
-                    }
-                    for call in message.tool_calls
-                ]
+                item["tool_calls"] = [_openai_call(call) for call in message.tool_calls]
+            if message.provider_fields:
+                item.update(message.provider_fields)
+            if thinking and "reasoning_content" not in item:
+                item["reasoning_content"] = ""
             out.append(item)
         elif isinstance(message, ToolMessage):
             out.append(
@@ -122,3 +141,14 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         else:
             out.append({"role": message.role, "content": message.content})
     return out
+
+
+def _openai_call(call: ToolCall) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    if call.provider_fields:
+        item.update(call.provider_fields)
+    return item

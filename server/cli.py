@@ -158,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="redact credentials (API keys, tokens, private keys) from streamed answers",
     )
+    add(
+        "--no-reasoning-events",
+        action="store_true",
+        help="keep the model's reasoning from clients (no 'reasoning' events, no "
+        "'reasoning' in results); it still goes back to the model as its provider requires",
+    )
     add("--api-keys-file", help="file of user_id=key lines (env AGENT_API_KEYS: same content)")
     add("--cors-origins", help="comma-separated origins allowed by CORS ('*' for any)")
     add(
@@ -376,6 +382,7 @@ def _executor(
         history_compressor=shared.compressor(model),
         name=name or "default",
         description=description,
+        reasoning_events=not args.no_reasoning_events,
     )
 
 

@@ -23,12 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent_executor import (
     AgentCommand,
     AgentEvent,
+    AgentResult,
     AssistantMessage,
     DoneEvent,
     ErrorEvent,
     ErrorInfo,
     Message,
     MessageEvent,
+    ReasoningEvent,
     SystemMessage,
     Usage,
     UserMessage,
@@ -130,7 +132,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         )
         if result.error is not None:
             return _run_error(result.error)
-        return web.json_response(_completion(request_id, body.model, result.content, result.usage))
+        return web.json_response(_completion(request_id, body.model, result))
     events = executor.execute_stream(
         command,
         request_id=request_id,
@@ -223,7 +225,10 @@ def _usage(usage: Usage | None) -> dict[str, int]:
     }
 
 
-def _completion(request_id: str, model: str, content: str, usage: Usage | None) -> dict[str, Any]:
+def _completion(request_id: str, model: str, result: AgentResult) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": result.content}
+    if result.reasoning:
+        message["reasoning_content"] = result.reasoning
     return {
         "id": f"chatcmpl-{request_id}",
         "object": "chat.completion",
@@ -232,21 +237,23 @@ def _completion(request_id: str, model: str, content: str, usage: Usage | None) 
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": "stop",
             }
         ],
-        "usage": _usage(usage),
+        "usage": _usage(result.usage),
     }
 
 
 class ChunkEncoder:
     """Encodes a run's events as ``chat.completion.chunk`` SSE lines.
 
-    Text becomes content deltas (the first also carries the role); tool events are the agent's
-    own business and are not sent; an error becomes an ``{"error": ...}`` event, which OpenAI
-    clients raise; ``done`` becomes the final chunk, the usage chunk if asked, and ``[DONE]``.
+    Text becomes content deltas (the first also carries the role), reasoning becomes
+    ``reasoning_content`` deltas (the field DeepSeek, vLLM and litellm's clients read); tool
+    events are the agent's own business and are not sent; an error becomes an
+    ``{"error": ...}`` event, which OpenAI clients raise; ``done`` becomes the final chunk,
+    the usage chunk if asked, and ``[DONE]``.
     """
 
     __slots__ = ("_created", "_head", "_include_usage", "_model", "_started")
@@ -268,6 +275,12 @@ class ChunkEncoder:
     def encode(self, event: AgentEvent) -> bytes:
         if type(event) is MessageEvent:
             delta: dict[str, str] = {"content": event.text}
+            if not self._started:
+                self._started = True
+                delta["role"] = "assistant"
+            return self._chunk([{"index": 0, "delta": delta, "finish_reason": None}])
+        if type(event) is ReasoningEvent:
+            delta = {"reasoning_content": event.text}
             if not self._started:
                 self._started = True
                 delta["role"] = "assistant"

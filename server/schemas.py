@@ -190,6 +190,7 @@ _SSE_EVENT: dict[str, Any] = {
         "event": {
             "enum": [
                 "message",
+                "reasoning",
                 "tool_start",
                 "tool_end",
                 "tool_call",

@@ -28,6 +28,7 @@ from agent_executor import (
     DoneEvent,
     ErrorEvent,
     MessageEvent,
+    ReasoningEvent,
     ToolCallEvent,
     ToolEndEvent,
     ToolStartEvent,
@@ -74,7 +75,8 @@ def encode_data(event: AgentEvent, mode: EventMode) -> str:
     """The ``data`` of an event in ``text`` or ``json`` mode (SPEC section 3).
 
     ``tool_call`` and ``approval_required`` carry JSON in both modes: a client has to act on
-    their call id, arguments and token, which a bare name would not give it.
+    their call id, arguments and token, which a bare name would not give it. ``reasoning``
+    carries JSON too, so that no client can take the model's thinking for its answer text.
     """
     if mode == "text":
         if isinstance(event, MessageEvent):
@@ -83,7 +85,7 @@ def encode_data(event: AgentEvent, mode: EventMode) -> str:
             return event.tool
         if isinstance(event, ErrorEvent):
             return event.message
-        if not isinstance(event, (ToolCallEvent, ApprovalRequiredEvent)):
+        if not isinstance(event, (ToolCallEvent, ApprovalRequiredEvent, ReasoningEvent)):
             return ""
     fields = _json_fields(event)
     try:
@@ -93,7 +95,7 @@ def encode_data(event: AgentEvent, mode: EventMode) -> str:
 
 
 def _json_fields(event: AgentEvent) -> dict[str, Any]:
-    if isinstance(event, MessageEvent):
+    if isinstance(event, (MessageEvent, ReasoningEvent)):
         return {"text": event.text}
     if isinstance(event, ToolStartEvent):
         return {"tool": event.tool, "call_id": event.call_id, "arguments": event.arguments}

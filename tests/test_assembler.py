@@ -74,6 +74,65 @@ def test_a_repeated_id_or_name_is_not_duplicated() -> None:
     assert calls == [ToolCall(id="a", name="tool", arguments='{"n": 1}')]
 
 
+def test_a_name_in_fragments_is_joined_and_a_repeated_name_is_not() -> None:
+    calls = assemble(
+        ToolCallDelta(index=0, id="c1", name="get_"),
+        ToolCallDelta(index=0, name="weather"),
+        ToolCallDelta(index=0, name="get_weather", arguments='{"city": '),
+        ToolCallDelta(index=0, name="get_weather", arguments='"Oslo"}'),
+    )
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", '{"city": "Oslo"}')]
+
+
+def test_calls_without_index_or_id_are_told_apart_by_their_arguments() -> None:
+    calls = assemble(
+        ToolCallDelta(name="get_weather", arguments='{"city": "Oslo"}'),
+        ToolCallDelta(name="get_weather", arguments='{"city": "Rome"}'),
+        ToolCallDelta(name="get_time", arguments="{}"),
+    )
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}),
+        ("get_weather", {"city": "Rome"}),
+        ("get_time", {}),
+    ]
+    assert len({c.id for c in calls}) == 3
+
+
+def test_an_id_that_changes_mid_call_keeps_the_first_one() -> None:
+    calls = assemble(
+        ToolCallDelta(index=0, id="a1", name="get_weather", arguments='{"city"'),
+        ToolCallDelta(index=0, id="a2", arguments=': "Oslo"}'),
+    )
+    assert calls == [ToolCall(id="a1", name="get_weather", arguments='{"city": "Oslo"}')]
+
+
+def test_an_id_used_twice_in_a_turn_is_replaced_for_the_second_call() -> None:
+    calls = assemble(
+        ToolCallDelta(index=0, id="call_0", name="a", arguments="{}"),
+        ToolCallDelta(index=1, id="call_0", name="b", arguments="{}"),
+    )
+    assert calls[0].id == "call_0"
+    assert calls[1].id != "call_0" and calls[1].id
+
+
+def test_an_index_that_arrives_after_the_first_fragment_joins_that_call() -> None:
+    calls = assemble(
+        ToolCallDelta(id="c", name="t", arguments='{"a"'),
+        ToolCallDelta(index=0, arguments=": 1}"),
+        ToolCallDelta(index=1, id="d", name="u", arguments="{}"),
+    )
+    assert [(c.id, c.arguments) for c in calls] == [("c", '{"a": 1}'), ("d", "{}")]
+
+
+def test_provider_fields_of_a_call_are_kept() -> None:
+    signature = {"extra_content": {"google": {"thought_signature": "U0lH"}}}
+    calls = assemble(
+        ToolCallDelta(id="c", name="t", arguments="{}", provider_fields=signature),
+        ToolCallDelta(id="d", name="t", arguments="{}"),
+    )
+    assert [c.provider_fields for c in calls] == [signature, {}]
+
+
 def test_empty_arguments_become_an_empty_object() -> None:
     assert assemble(ToolCallDelta(index=0, id="a", name="t"))[0].arguments == "{}"
 

@@ -71,9 +71,18 @@ TURN = [
     AssistantMessage(
         content="Let me look.",
         tool_calls=(
-            ToolCall(id="c1", name="get_weather", arguments='{"city": "Paris"}'),
+            ToolCall(
+                id="c1",
+                name="get_weather",
+                arguments='{"city": "Paris"}',
+                provider_fields={"extra_content": {"google": {"thought_signature": "c2ln"}}},
+            ),
             ToolCall(id="c2", name="get_time", arguments="{}"),
         ),
+        provider_fields={
+            "reasoning_content": "The user wants the weather; call the tool.",
+            "thinking_blocks": [{"type": "thinking", "thinking": "...", "signature": "EsQD"}],
+        },
     ),
     ToolMessage(tool_call_id="c1", name="get_weather", content='{"temp": 21, "sky": "clear ☀"}'),
     ToolMessage(tool_call_id="c2", name="get_time", content="12:00"),

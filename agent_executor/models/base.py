@@ -21,20 +21,30 @@ __all__ = ["ChatModel", "ModelChunk", "ModelRequest", "ModelResponse", "ToolCall
 class ToolCallDelta:
     """A fragment of a streamed tool call, as providers send them.
 
-    ``index`` says which call of the turn the fragment belongs to (``None`` is read as 0);
-    ``id`` and ``name`` usually come in a call's first fragment only; ``arguments`` is a piece
-    of the JSON text, to be concatenated with the call's other pieces.
+    ``index`` says which call of the turn the fragment belongs to (``None``: the provider did
+    not say); ``id`` and ``name`` usually come in a call's first fragment only (some providers
+    repeat them on every fragment, or split the name); ``arguments`` is a piece of the JSON
+    text, to be concatenated with the call's other pieces. ``provider_fields`` are fields the
+    provider put on the call and needs back (see :class:`~agent_executor.messages.ToolCall`).
     """
 
     index: int | None = None
     id: str | None = None
     name: str | None = None
     arguments: str | None = None
+    provider_fields: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class ModelChunk:
-    """One streamed piece of a model turn: text, tool-call fragments, a finish reason, usage.
+    """One streamed piece of a model turn: text, tool-call fragments, a finish reason, usage,
+    reasoning text, and provider state.
+
+    ``reasoning`` is a piece of the model's reasoning (thinking) text, never part of the
+    answer. ``provider_fields`` are fields of the assistant turn that the provider needs back
+    on later requests (:attr:`~agent_executor.messages.AssistantMessage.provider_fields`); a
+    client gathers them over its stream and sends them in one chunk, usually the last, and
+    the executor merges every chunk's dict into the turn's.
 
     Made once per streamed chunk, so its ``__init__`` writes the slots directly: the generated
     one of a frozen dataclass goes through ``object.__setattr__`` for each field, which is
@@ -45,6 +55,8 @@ class ModelChunk:
     tool_calls: tuple[ToolCallDelta, ...] | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
+    reasoning: str | None = None
+    provider_fields: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -52,11 +64,15 @@ class ModelChunk:
         tool_calls: tuple[ToolCallDelta, ...] | None = None,
         finish_reason: str | None = None,
         usage: Usage | None = None,
+        reasoning: str | None = None,
+        provider_fields: dict[str, Any] | None = None,
     ) -> None:
         _set_text(self, text)
         _set_calls(self, tool_calls)
         _set_finish(self, finish_reason)
         _set_usage(self, usage)
+        _set_reasoning(self, reasoning)
+        _set_fields(self, provider_fields)
 
 
 # The slots' own setters: a frozen instance is written once, in __init__.
@@ -64,6 +80,8 @@ _set_text = ModelChunk.__dict__["text"].__set__
 _set_calls = ModelChunk.__dict__["tool_calls"].__set__
 _set_finish = ModelChunk.__dict__["finish_reason"].__set__
 _set_usage = ModelChunk.__dict__["usage"].__set__
+_set_reasoning = ModelChunk.__dict__["reasoning"].__set__
+_set_fields = ModelChunk.__dict__["provider_fields"].__set__
 
 
 @dataclass(slots=True)
@@ -104,3 +122,5 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...]
     finish_reason: str | None
     usage: Usage | None
+    reasoning: str = ""
+    provider_fields: dict[str, Any] = field(default_factory=dict)

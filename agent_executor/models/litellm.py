@@ -13,6 +13,7 @@ exception class, because litellm picks the class partly from the message text.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator
 from types import ModuleType
@@ -98,18 +99,67 @@ class LiteLLMModel:
             response = await litellm.acompletion(**kwargs)
         except Exception as exc:
             raise _translate(exc) from exc
+        state = _ProviderState()
         try:
             async for chunk in response:
-                converted = _convert(chunk)
+                converted = _convert(chunk, state)
                 if converted is not None:
                     yield converted
         except Exception as exc:
             raise _translate(exc) from exc
         finally:
             await _close(response)
+        if state:
+            yield ModelChunk(provider_fields=state.fields())
+        if state.reported_usage is not None:
+            # After litellm's own estimate, which it sends when it found no ``usage``.
+            yield ModelChunk(usage=state.reported_usage)
 
 
-def _convert(chunk: Any) -> ModelChunk | None:
+class _ProviderState:
+    """What litellm gives of a turn that must go back with it: the reasoning text
+    (``reasoning_content``, litellm's one name for every provider's) and Anthropic's thinking
+    blocks with their signatures (``thinking_blocks``), from which litellm rebuilds the
+    signed blocks Anthropic requires before a ``tool_use`` on the next request."""
+
+    __slots__ = ("blocks", "reasoning", "reported_usage")
+
+    def __init__(self) -> None:
+        self.reasoning: list[str] = []
+        self.blocks: list[dict[str, Any]] = []
+        self.reported_usage: Usage | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.reasoning or self.blocks)
+
+    def add_blocks(self, blocks: Any) -> None:
+        """Fold streamed block fragments: thinking text is appended to the open block until
+        its signature arrives; redacted blocks come whole."""
+        for raw in blocks:
+            block = dict(raw) if isinstance(raw, dict) else dict(getattr(raw, "__dict__", {}))
+            last = self.blocks[-1] if self.blocks else None
+            if (
+                block.get("type") == "thinking"
+                and last is not None
+                and last.get("type") == "thinking"
+                and not last.get("signature")
+            ):
+                last["thinking"] = (last.get("thinking") or "") + (block.get("thinking") or "")
+                if block.get("signature"):
+                    last["signature"] = block["signature"]
+                continue
+            self.blocks.append(block)
+
+    def fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        if self.reasoning:
+            fields["reasoning_content"] = "".join(self.reasoning)
+        if self.blocks:
+            fields["thinking_blocks"] = self.blocks
+        return fields
+
+
+def _convert(chunk: Any, state: _ProviderState) -> ModelChunk | None:
     choices = getattr(chunk, "choices", None) or ()
     usage = _usage(getattr(chunk, "usage", None))
     if not choices:
@@ -120,18 +170,42 @@ def _convert(chunk: Any) -> ModelChunk | None:
     raw_calls = getattr(delta, "tool_calls", None) if delta is not None else None
     calls = tuple(_delta(call) for call in raw_calls) if raw_calls else None
     finish = getattr(choice, "finish_reason", None)
-    if not (text or calls or finish or usage):
+    if finish == "error":
+        raise ModelError("the model reported an error mid-stream", retryable=True)
+    if finish and usage is None:
+        state.reported_usage = _groq_usage(chunk) or state.reported_usage
+    reasoning = getattr(delta, "reasoning_content", None) if delta is not None else None
+    if reasoning is not None and not isinstance(reasoning, str):
+        reasoning = None
+    if reasoning:
+        state.reasoning.append(reasoning)
+    blocks = getattr(delta, "thinking_blocks", None) if delta is not None else None
+    if blocks:
+        state.add_blocks(blocks)
+    if not (text or calls or finish or usage or reasoning):
         return None
-    return ModelChunk(text=text or None, tool_calls=calls, finish_reason=finish, usage=usage)
+    return ModelChunk(
+        text=text or None,
+        tool_calls=calls,
+        finish_reason=finish,
+        usage=usage,
+        reasoning=reasoning or None,
+    )
 
 
 def _delta(call: Any) -> ToolCallDelta:
     function = getattr(call, "function", None)
+    arguments = getattr(function, "arguments", None)
+    if arguments is not None and not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    extra = getattr(call, "model_extra", None)
+    fields = {k: v for k, v in extra.items() if v is not None} if extra else None
     return ToolCallDelta(
         index=getattr(call, "index", None),
         id=getattr(call, "id", None) or None,
         name=getattr(function, "name", None) or None,
-        arguments=getattr(function, "arguments", None) or None,
+        arguments=arguments or None,
+        provider_fields=fields or None,
     )
 
 
@@ -143,6 +217,19 @@ def _usage(usage: Any) -> Usage | None:
     if not (prompt or completion):
         return None
     return Usage(input_tokens=prompt, output_tokens=completion)
+
+
+def _groq_usage(chunk: Any) -> Usage | None:
+    """Groq reports a stream's usage in ``x_groq.usage`` on its last chunk, which litellm
+    keeps as an extra field (with an ``openai/`` model) but does not read."""
+    extra = getattr(chunk, "model_extra", None) or {}
+    groq = extra.get("x_groq")
+    raw = groq.get("usage") if isinstance(groq, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    return Usage(
+        input_tokens=raw.get("prompt_tokens") or 0, output_tokens=raw.get("completion_tokens") or 0
+    )
 
 
 def _translate(exc: Exception) -> ModelError:

@@ -130,9 +130,11 @@ class OpenAICompatModel:
                     raise await _http_error(response)
                 # The SSE body, parsed here rather than in a generator of its own (one
                 # async-generator hop less per chunk): bytes → lines → ``data:`` payloads →
-                # chunks, until ``[DONE]``.
+                # chunks, until ``[DONE]`` or the end of the body. Comments (``: ping``),
+                # ``event:`` lines and blank lines are skipped; CRLF ends are stripped.
                 content = response.content
                 pending = b""
+                reasoning = _Reasoning()
                 async for data in content.iter_any():
                     lines = (pending + data).split(b"\n") if pending else data.split(b"\n")
                     pending = lines.pop()
@@ -142,19 +144,25 @@ class OpenAICompatModel:
                         payload = line[5:].strip()
                         if payload == b"[DONE]":
                             await _finish_body(content)
+                            if reasoning.parts:
+                                yield reasoning.chunk()
                             return
-                        chunk = _convert(orjson.loads(payload))
-                        if chunk is not None:
-                            yield chunk
-                if pending.startswith(b"data:") and pending[5:].strip() not in (b"", b"[DONE]"):
-                    chunk = _convert(orjson.loads(pending[5:].strip()))
+                        if payload:
+                            chunk = _convert(orjson.loads(payload), reasoning)
+                            if chunk is not None:
+                                yield chunk
+                payload = pending[5:].strip() if pending.startswith(b"data:") else b""
+                if payload and payload != b"[DONE]":
+                    chunk = _convert(orjson.loads(payload), reasoning)
                     if chunk is not None:
                         yield chunk
+                if reasoning.parts:
+                    yield reasoning.chunk()
         except ModelError:
             raise
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise ModelError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
-        except orjson.JSONDecodeError as exc:
+        except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
             raise ModelError(f"the model sent a malformed chunk: {exc}") from exc
 
 
@@ -165,36 +173,117 @@ async def _finish_body(content: aiohttp.StreamReader) -> None:
         pass
 
 
-def _convert(obj: dict[str, Any]) -> ModelChunk | None:
-    """A ``chat.completion.chunk`` object → :class:`ModelChunk` (``None`` if it holds nothing)."""
+class _Reasoning:
+    """A turn's reasoning text and the field it came in, to be sent back under that name."""
+
+    __slots__ = ("key", "parts")
+
+    def __init__(self) -> None:
+        self.key = "reasoning_content"
+        self.parts: list[str] = []
+
+    def chunk(self) -> ModelChunk:
+        return ModelChunk(provider_fields={self.key: "".join(self.parts)})
+
+
+def _convert(obj: dict[str, Any], reasoning: _Reasoning) -> ModelChunk | None:
+    """A ``chat.completion.chunk`` object → :class:`ModelChunk` (``None`` if it holds nothing).
+
+    An ``error`` object, or a ``finish_reason`` of ``"error"``, is the provider reporting a
+    failure on an HTTP 200 stream (OpenRouter, OpenAI): it raises, never ends the turn as if
+    it had succeeded.
+    """
+    error = obj.get("error")
+    if error:
+        raise _stream_error(error)
     choices = obj.get("choices")
     raw_usage = obj.get("usage")
     usage = _usage(raw_usage) if raw_usage else None
     if not choices:
-        if "error" in obj:
-            raise ModelError(f"the model reported an error mid-stream: {obj['error']}")
         return ModelChunk(usage=usage) if usage else None
     choice = choices[0]
     delta = choice.get("delta") or {}
     text = delta.get("content") or None
     raw_calls = delta.get("tool_calls")
     finish = choice.get("finish_reason")
-    if text is not None and raw_calls is None and finish is None and usage is None:
+    thought = delta.get("reasoning_content") or delta.get("reasoning")
+    if text is not None and raw_calls is None and finish is None and thought is None and not usage:
         return ModelChunk(text)
+    if finish:
+        if finish == "error":
+            raise _stream_error(choice.get("error") or {"message": "finish_reason error"})
+        if usage is None:
+            usage = _groq_usage(obj)
+    if thought is not None:
+        thought = _reasoning_delta(delta, thought, reasoning)
     calls = tuple(_delta(call) for call in raw_calls) if raw_calls else None
-    if not (text or calls or finish or usage):
+    if not (text or calls or finish or usage or thought):
         return None
-    return ModelChunk(text=text, tool_calls=calls, finish_reason=finish, usage=usage)
+    return ModelChunk(
+        text=text, tool_calls=calls, finish_reason=finish, usage=usage, reasoning=thought
+    )
+
+
+def _reasoning_delta(delta: dict[str, Any], thought: Any, reasoning: _Reasoning) -> str | None:
+    """Reasoning arrives as ``reasoning_content`` (DeepSeek, SGLang, older vLLM) or
+    ``reasoning`` (vLLM, OpenRouter, Ollama); it goes back under the same name."""
+    if not isinstance(thought, str):
+        return None
+    reasoning.key = "reasoning_content" if delta.get("reasoning_content") else "reasoning"
+    reasoning.parts.append(thought)
+    return thought
+
+
+def _groq_usage(obj: dict[str, Any]) -> Usage | None:
+    """Groq reports a stream's usage in ``x_groq.usage`` on its last chunk."""
+    extra = obj.get("x_groq")
+    raw = extra.get("usage") if isinstance(extra, dict) else None
+    return _usage(raw) if isinstance(raw, dict) else None
+
+
+_CALL_KEYS = frozenset(("id", "index", "type", "function"))
 
 
 def _delta(call: dict[str, Any]) -> ToolCallDelta:
     function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if arguments is not None and not isinstance(arguments, str):
+        # llama.cpp and Venice send the arguments as a JSON object, not as its text.
+        arguments = orjson.dumps(arguments).decode()
+    extra = {k: v for k, v in call.items() if k not in _CALL_KEYS and v is not None}
     return ToolCallDelta(
         index=call.get("index"),
         id=call.get("id") or None,
         name=function.get("name") or None,
-        arguments=function.get("arguments") or None,
+        arguments=arguments or None,
+        provider_fields=extra or None,
     )
+
+
+def _stream_error(error: Any) -> ModelError:
+    """An error reported inside an HTTP 200 stream → :class:`ModelError`.
+
+    Retryable unless its code says the request itself is wrong; the executor retries only
+    when nothing of the turn was streamed yet.
+    """
+    detail = error if isinstance(error, dict) else {"message": str(error)}
+    code = detail.get("code") or detail.get("type")
+    status = code if isinstance(code, int) else None
+    if isinstance(code, str) and code.isdigit():
+        status = int(code)
+    if status is not None:
+        retryable = status in (408, 409, 429) or status >= 500
+    else:
+        retryable = not any(word in str(code).lower() for word in _FINAL_CODES)
+    message = detail.get("message") or str(error)
+    return ModelError(
+        f"the model reported an error mid-stream: {message}",
+        retryable=retryable,
+        status_code=status,
+    )
+
+
+_FINAL_CODES = ("invalid", "auth", "permission", "not_found", "context_length", "content_filter")
 
 
 def _usage(raw: dict[str, Any]) -> Usage | None:
