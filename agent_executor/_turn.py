@@ -225,6 +225,7 @@ async def _consume(
     idle = math.inf if idle_timeout is None else idle_timeout
     slack = idle / 4
     emit, texts, text_filter = output.emit, output.texts, output.text_filter
+    next_chunk, monotonic = stream.__anext__, time.monotonic
     assembler, on_call = state.assembler, output.on_call
     with anyio.CancelScope(deadline=anyio.current_time() + idle + slack) as scope:
         next_refresh = time.monotonic() + slack
@@ -259,14 +260,14 @@ async def _consume(
             if chunk.provider_fields:
                 state.provider_fields.update(chunk.provider_fields)
             try:
-                chunk = await stream.__anext__()
+                chunk = await next_chunk()
             except StopAsyncIteration:
                 if output.reasoning_filter is not None:
                     _release_reasoning(output.reasoning_filter.flush(), output)
                 if text_filter is not None:
                     _release(text_filter.flush(), output)
                 return
-            if time.monotonic() >= next_refresh:
+            if monotonic() >= next_refresh:
                 scope.deadline = anyio.current_time() + idle + slack
                 next_refresh = time.monotonic() + slack
     if scope.cancelled_caught:

@@ -70,7 +70,9 @@ class AgentResult(BaseModel):
     """The finished run returned by ``AgentExecutor.execute()``.
 
     ``content`` is all text the model produced, exactly what ``execute_stream()`` yields as
-    ``message`` events; ``output`` is the validated structured output, if the command asked.
+    ``message`` events; ``reasoning`` is the model's reasoning text (``reasoning`` events;
+    ``None`` when the model gave none or reasoning events are off); ``output`` is the
+    validated structured output, if the command asked.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -84,3 +86,4 @@ class AgentResult(BaseModel):
     finish_reason: FinishReason
     output: Any = None
     pending_approvals: list[PendingApproval] = []
+    reasoning: str | None = None

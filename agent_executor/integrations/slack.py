@@ -12,6 +12,11 @@ one Slack message in step with them, in one of two ways:
   helper): only the new text is sent and Slack renders it as it arrives. Tool calls show as task
   cards (slack-sdk >= 3.40; a status line before that). It must reply in a thread.
 
+The model's reasoning (``ReasoningEvent``) is never sent to Slack: while the model reasons and
+has not begun its answer, the message shows a short "Thinking…" status instead (a status line
+with ``update``, a task card with ``native`` on slack-sdk >= 3.40), gone or completed as soon as
+answer text (or a tool call) arrives.
+
 Why all the pacing: Slack limits each method per app and workspace (``chat.update`` is Tier 3,
 about 50 calls a minute) while a model writes tens of deltas a second. So the streamer never makes
 one call per event: one task folds the events into the message state, another sends the newest
@@ -53,7 +58,15 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..events import AgentEvent, DoneEvent, ErrorEvent, MessageEvent, ToolEndEvent, ToolStartEvent
+from ..events import (
+    AgentEvent,
+    DoneEvent,
+    ErrorEvent,
+    MessageEvent,
+    ReasoningEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
 
 __all__ = [
     "MARKDOWN_LIMIT",
@@ -253,6 +266,8 @@ class SlackStreamer:
         empty_text: Shown when the run ends without any text (Slack refuses empty messages).
         tool_label: Turns a tool name into the status shown while it runs (``None`` hides
             tool progress).
+        thinking_label: The status shown while the model reasons before its answer (``None``
+            hides it). The reasoning text itself is never sent to Slack.
         budget: Shared spacing of all calls; default :func:`workspace_budget` of ``client``.
         recipient_team_id / recipient_user_id: ``native`` only; Slack requires them when
             streaming into a channel (not a DM): the team and user the answer is for.
@@ -271,6 +286,7 @@ class SlackStreamer:
         placeholder: str = "_Thinking…_",
         empty_text: str = "_(no answer)_",
         tool_label: Callable[[str], str] | None = default_tool_label,
+        thinking_label: str | None = "Thinking",
         budget: WorkspaceBudget | None = None,
         recipient_team_id: str | None = None,
         recipient_user_id: str | None = None,
@@ -292,6 +308,7 @@ class SlackStreamer:
         self._placeholder = placeholder
         self._empty_text = empty_text
         self._tool_label = tool_label
+        self._thinking_label = thinking_label
         self._budget = budget if budget is not None else workspace_budget(client)
         self._recipient_team_id = recipient_team_id
         self._recipient_user_id = recipient_user_id
@@ -302,6 +319,8 @@ class SlackStreamer:
         # The message state, written by the consuming task, read by the sending one.
         self._text: list[str] = []  # the agent's text, as streamed
         self._tools: dict[str, str] = {}  # running tools: call id -> label
+        self._thinking = False  # the model reasons and has not written (or called a tool) since
+        self._thoughts = 0  # native: task card ids of the stretches of reasoning
         self._errors: list[str] = []
         self._pending: list[dict[str, Any]] = []  # native: chunks not sent yet
         self._native_text: list[str] = []  # native: all markdown text appended
@@ -356,6 +375,7 @@ class SlackStreamer:
             self._failure = exc
             self._add_error(f"The answer was interrupted ({type(exc).__name__}).")
         finally:
+            self._stop_thinking()
             self._finished = True  # also when the stream ended without a done event
             self._changed.set()
             aclose = getattr(events, "aclose", None)
@@ -364,6 +384,11 @@ class SlackStreamer:
 
     def _apply(self, event: AgentEvent) -> None:
         native = self._strategy == "native"
+        if isinstance(event, ReasoningEvent):
+            self._start_thinking()  # its text is never sent
+            return
+        if not isinstance(event, ToolEndEvent):
+            self._stop_thinking()
         if isinstance(event, MessageEvent):
             self._text.append(event.text)
             if native:
@@ -389,7 +414,26 @@ class SlackStreamer:
             self._finished = True
         self._changed.set()
 
+    def _start_thinking(self) -> None:
+        if self._thinking or self._thinking_label is None:
+            return
+        self._thinking = True
+        if self._strategy == "native" and self._chunks:
+            self._thoughts += 1
+            self._push_task(f"thinking_{self._thoughts}", self._thinking_label, "in_progress")
+        # (native without task cards shows nothing: a status line would stay in the answer)
+        self._changed.set()
+
+    def _stop_thinking(self) -> None:
+        if not self._thinking:
+            return
+        self._thinking = False
+        if self._strategy == "native" and self._chunks and self._thinking_label is not None:
+            self._push_task(f"thinking_{self._thoughts}", self._thinking_label, "complete")
+        self._changed.set()
+
     def _add_error(self, message: str) -> None:
+        self._stop_thinking()
         self._errors.append(message)
         if self._strategy == "native":
             self._push_text(f"{_gap(self._tail)}⚠️ {message}")
@@ -442,10 +486,13 @@ class SlackStreamer:
             await asyncio.sleep(delay)
 
     def _render(self) -> str:
-        """The whole message for the update strategy: text, error lines, running tools."""
+        """The whole message for the update strategy: text, error lines, thinking, running
+        tools."""
         body = "".join(self._text)
         lines = [f"⚠️ {message}" for message in self._errors]
         if not self._finished:
+            if self._thinking:
+                lines.append(f"_{self._thinking_label}…_")
             lines.extend(f"_{label}…_" for label in self._tools.values())
         if lines:
             body = body + _gap(body[-2:]) + "\n".join(lines)

@@ -193,22 +193,25 @@ def _convert(obj: dict[str, Any], reasoning: _Reasoning) -> ModelChunk | None:
     failure on an HTTP 200 stream (OpenRouter, OpenAI): it raises, never ends the turn as if
     it had succeeded.
     """
-    error = obj.get("error")
-    if error:
-        raise _stream_error(error)
     choices = obj.get("choices")
     raw_usage = obj.get("usage")
     usage = _usage(raw_usage) if raw_usage else None
     if not choices:
+        error = obj.get("error")
+        if error:
+            raise _stream_error(error)
         return ModelChunk(usage=usage) if usage else None
     choice = choices[0]
     delta = choice.get("delta") or {}
     text = delta.get("content") or None
-    raw_calls = delta.get("tool_calls")
     finish = choice.get("finish_reason")
+    if text is not None and finish is None and not usage and len(delta) == 1:
+        return ModelChunk(text)  # the common case: a bare text delta
+    error = obj.get("error")
+    if error:
+        raise _stream_error(error)
+    raw_calls = delta.get("tool_calls")
     thought = delta.get("reasoning_content") or delta.get("reasoning")
-    if text is not None and raw_calls is None and finish is None and thought is None and not usage:
-        return ModelChunk(text)
     if finish:
         if finish == "error":
             raise _stream_error(choice.get("error") or {"message": "finish_reason error"})
