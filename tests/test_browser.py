@@ -3,7 +3,8 @@
 Playwright drives Debian's Chromium (``apt-get install chromium``); no browser is ever downloaded.
 Without ``/usr/bin/chromium`` the tests are skipped, except on CI (``CI=true``), where they fail.
 The service runs as a subprocess with ``tests/browser_tools.py``, whose ``get_weather`` takes a
-second, so the tool indicator can be seen.
+second, so the tool indicator can be seen. The reasoning test serves the app in this process
+instead, on a ``ScriptedModel`` that streams reasoning before its answer.
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import pytest_asyncio
+from aiohttp.test_utils import TestServer
 from playwright.async_api import Browser, Page, Request, Route, async_playwright, expect
+from prometheus_client import CollectorRegistry
+
+from agent_executor import AgentExecutor
+from agent_executor.models.base import ModelChunk
+from agent_executor.models.scripted import Pause, ScriptedModel, ScriptItem
+from server import create_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -543,3 +551,81 @@ async def test_a_tool_the_page_does_not_run_is_answered_with_an_error(page: Page
         timeout=WAIT_MS,
     )
     assert answers == [{"call_id": "c1", "error": "this page does not run open_camera"}]
+
+
+# ---- the model's reasoning: folded above the answer ------------------------------------------
+
+REASONING = ["The user greets me; ", "a short greeting back will do."]
+ANSWER = ["Hello ", "there!"]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def reasoning_service(chromium: str) -> AsyncIterator[str]:
+    """The app in this process, on a ScriptedModel that reasons (slowly enough to be seen
+    streaming) before it answers; yields its base URL."""
+    turn: list[ScriptItem] = [
+        ModelChunk(reasoning=REASONING[0]),
+        Pause(0.3),
+        ModelChunk(reasoning=REASONING[1]),
+        Pause(1.0),  # still thinking: the page says so
+        ModelChunk(text=ANSWER[0]),
+        Pause(0.3),
+        ModelChunk(text=ANSWER[1]),
+        ModelChunk(finish_reason="stop"),
+    ]
+    executor = AgentExecutor(model=ScriptedModel([turn]), metrics=CollectorRegistry())
+    server = TestServer(create_app(executor), host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/")
+    finally:
+        await server.close()
+
+
+@pytest.mark.parametrize("transport", ["fetch", "eventsource"])
+async def test_reasoning_is_folded_above_the_answer(
+    browser: Browser, reasoning_service: str, transport: str
+) -> None:
+    context = await browser.new_context(base_url=reasoning_service)
+    try:
+        page = await context.new_page()
+        await page.goto("/")
+        if transport == "eventsource":
+            await page.locator("#use-eventsource").check()
+        await ask(page, "hi")
+
+        reply = page.locator(".message.assistant")
+        details = reply.locator("details.reasoning")
+        summary, thought = details.locator("summary"), details.locator(".reasoning-text")
+        # while the model reasons: the block is there, says so, and stays folded
+        await expect(summary).to_have_text("Thinking…", timeout=WAIT_MS)
+        await expect(reply).not_to_have_class(re.compile(r"\bdone\b"))
+        await expect(reply.locator(".answer")).to_have_text("")
+        assert await details.evaluate("(el) => el.open") is False
+        await expect(thought).to_be_hidden()
+
+        await expect(reply).to_have_class(re.compile(r"\bdone\b"), timeout=WAIT_MS)
+        await expect(summary).to_have_text("Thought")
+        assert await details.evaluate("(el) => el.open") is False  # still folded
+        await expect(details).to_have_count(1)
+        # the block comes first in the bubble, the answer after it, and only the answer is
+        # the answer
+        assert await reply.evaluate("(el) => el.firstElementChild.tagName") == "DETAILS"
+        answer = await reply.locator(".answer").text_content()
+        assert answer == "".join(ANSWER)
+        assert all(piece.strip() not in answer for piece in REASONING)
+        assert await thought.text_content() == "".join(REASONING)
+
+        await summary.click()  # unfolded on demand
+        await expect(thought).to_be_visible()
+        await expect(thought).to_have_text("".join(REASONING))
+        await expect(page.locator("#error")).to_be_hidden()
+
+        events = await chat_events(page)
+        assert [e["data"] for e in events if e["type"] == "reasoning"] == [
+            {"text": piece} for piece in REASONING
+        ]
+        assert "".join(e["data"]["text"] for e in events if e["type"] == "message") == answer
+        assert events[-1]["type"] == "done"
+    finally:
+        await context.close()

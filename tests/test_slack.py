@@ -9,13 +9,14 @@ server), and the number of updates bounded by the stream's duration over the int
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import itertools
 import math
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Literal
@@ -35,6 +36,7 @@ from agent_executor import (
     ErrorEvent,
     MessageEvent,
     ModelChunk,
+    ReasoningEvent,
     ToolEndEvent,
     ToolStartEvent,
 )
@@ -54,6 +56,20 @@ TOLERANCE = 0.03
 INTERVAL = 0.1
 THREAD = "1700000000.000100"
 DONE = DoneEvent(finish_reason="stop", usage=None, tool_calls=[], duration_ms=1.0)
+
+
+@pytest.fixture(autouse=True)
+def no_full_collection_pauses() -> Iterator[None]:
+    # The timing checks allow a few ms of jitter. A full garbage collection walks every object
+    # of the session (tens of ms once e.g. the browser tests' modules are loaded too), and one
+    # landing between two calls fails them, depending only on what else was imported. Frozen
+    # objects are skipped by the collector, so collections during a test stay short.
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @pytest.fixture(autouse=True)
@@ -324,6 +340,125 @@ async def test_native_with_no_text_still_posts_and_stops(slack: FakeSlackAPI) ->
     result = await streamer.stream(paced([DONE]))
     assert [c.method for c in slack.calls] == ["chat.startStream", "chat.stopStream"]
     assert slack.messages[result.ts].text == result.text == "_(no answer)_"
+
+
+# ------------------------------------------------------------------------- reasoning
+
+SECRET = "zebra-plan"  # a word of the model's reasoning, which must never reach Slack
+
+
+def reasoning_run() -> list[AgentEvent | float]:
+    """Reasoning, the answer's first words, a tool, reasoning again, the rest of the answer."""
+    return [
+        ReasoningEvent(f"The user wants the weather; {SECRET} step one. "),
+        0.15,
+        ReasoningEvent(f"{SECRET} step two."),
+        0.15,
+        MessageEvent("Let me check."),
+        0.15,
+        ToolStartEvent("get_weather", "call_1", {"city": "Paris"}),
+        0.15,
+        ToolEndEvent("get_weather", "call_1", "success", 150.0),
+        ReasoningEvent(f"It is sunny; {SECRET} step three."),
+        0.25,
+        MessageEvent(" It is sunny."),
+        0.15,
+        DONE,
+    ]
+
+
+def assert_no_reasoning_sent(slack: FakeSlackAPI) -> None:
+    assert slack.calls
+    for call in slack.calls:
+        assert SECRET not in repr(call.params), call
+    for message in slack.messages.values():
+        assert SECRET not in message.text and SECRET not in repr(message.tasks)
+
+
+async def test_update_shows_thinking_never_the_reasoning(slack: FakeSlackAPI) -> None:
+    streamer = SlackStreamer(make_client(slack), "C1", interval=INTERVAL)
+    result = await streamer.stream(paced(reasoning_run()))
+
+    assert_no_reasoning_sent(slack)
+    # Before any text the placeholder already says it; after the tool, a status line does.
+    assert slack.calls_to("chat.postMessage")[0].params["markdown_text"] == "_Thinking…_"
+    texts = [c.params["markdown_text"] for c in slack.calls_to("chat.update")]
+    with_status = "Let me check.\n\n_Thinking…_"
+    assert with_status in texts
+    after = texts[texts.index(with_status) + 1 :]
+    assert after and all("Thinking" not in t for t in after)  # gone once the answer goes on
+    assert slack.messages[result.ts].text == result.text == "Let me check. It is sunny."
+
+
+async def test_native_shows_thinking_as_task_cards_never_the_reasoning(
+    slack: FakeSlackAPI,
+) -> None:
+    streamer = SlackStreamer(
+        make_client(slack), "C1", thread_ts=THREAD, strategy="native", interval=INTERVAL
+    )
+    result = await streamer.stream(paced(reasoning_run()))
+
+    assert_no_reasoning_sent(slack)
+    message = slack.messages[result.ts]
+    assert message.text == result.text == "Let me check. It is sunny."
+    cards = [(t["id"], t["title"], t["status"]) for t in message.tasks]
+    assert cards == [
+        ("thinking_1", "Thinking", "in_progress"),
+        ("thinking_1", "Thinking", "complete"),
+        ("call_1", "Checking get_weather", "in_progress"),
+        ("call_1", "Checking get_weather", "complete"),
+        ("thinking_2", "Thinking", "in_progress"),
+        ("thinking_2", "Thinking", "complete"),
+    ]
+    # the first card opened the message, before any answer text
+    first = slack.calls_to("chat.startStream")[0].params
+    assert "Let me check" not in repr(first) and "thinking_1" in repr(first)
+
+
+async def test_native_without_chunk_support_shows_no_reasoning(
+    slack: FakeSlackAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(slack_module, "_NATIVE_CHUNKS", False)  # as with slack-sdk 3.37 to 3.39
+    streamer = SlackStreamer(
+        make_client(slack), "C1", thread_ts=THREAD, strategy="native", interval=INTERVAL
+    )
+    result = await streamer.stream(paced(reasoning_run()))
+
+    assert_no_reasoning_sent(slack)
+    # no status line for thinking: it would stay in the answer (tools' lines do)
+    expected = "Let me check.\n\n_Checking get_weather…_\n\n It is sunny."
+    assert slack.messages[result.ts].text == result.text == expected
+
+
+async def test_reasoning_of_a_real_run_stays_out_of_slack(slack: FakeSlackAPI) -> None:
+    turn: list[ScriptItem] = [
+        ModelChunk(reasoning=f"Think: {SECRET}. "),
+        Pause(0.25),
+        ModelChunk(reasoning="Done thinking."),
+        ModelChunk(text="Hello "),
+        Pause(0.15),
+        ModelChunk(text="there."),
+        ModelChunk(finish_reason="stop"),
+    ]
+    executor = make_executor([turn])
+    seen: list[AgentEvent] = []
+
+    async def recorded() -> AsyncIterator[AgentEvent]:
+        events = executor.execute_stream(AgentCommand(user_prompt="Hi"))
+        try:
+            async for event in events:
+                seen.append(event)
+                yield event
+        finally:
+            await events.aclose()
+
+    streamer = SlackStreamer(make_client(slack), "C1", interval=INTERVAL)
+    result = await streamer.stream(recorded())
+
+    assert [e.text for e in seen if isinstance(e, ReasoningEvent)]  # the run did reason
+    assert_no_reasoning_sent(slack)
+    assert "Done thinking" not in repr([c.params for c in slack.calls])
+    assert slack.messages[result.ts].text == result.text == "Hello there."
 
 
 def test_native_needs_a_thread() -> None:
