@@ -228,7 +228,7 @@ async def _consume(
     next_chunk, monotonic = stream.__anext__, time.monotonic
     assembler, on_call = state.assembler, output.on_call
     with anyio.CancelScope(deadline=anyio.current_time() + idle + slack) as scope:
-        next_refresh = time.monotonic() + slack
+        next_refresh = monotonic() + slack
         while True:
             text = chunk.text
             if text:
@@ -269,7 +269,7 @@ async def _consume(
                 return
             if monotonic() >= next_refresh:
                 scope.deadline = anyio.current_time() + idle + slack
-                next_refresh = time.monotonic() + slack
+                next_refresh = monotonic() + slack
     if scope.cancelled_caught:
         raise ModelError(f"the model stream stalled: no chunk for {idle_timeout} s (idle timeout)")
 

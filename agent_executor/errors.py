@@ -32,6 +32,7 @@ __all__ = [
     "RestToolError",
     "ScriptExhaustedError",
     "StoreUnavailable",
+    "retryable_status",
 ]
 
 
@@ -79,6 +80,12 @@ class ModelError(AgentExecutorError):
         self.retryable = retryable
         self.status_code = status_code
         self.retry_after = retry_after
+
+
+def retryable_status(status: int) -> bool:
+    """Whether a provider's HTTP status is worth another attempt (408, 409, 429, 5xx): the one
+    rule every model adapter classifies its failures by."""
+    return status in (408, 409, 429) or status >= 500
 
 
 class ScriptExhaustedError(ModelError):

@@ -273,14 +273,9 @@ class ChunkEncoder:
         )[:-1]
 
     def encode(self, event: AgentEvent) -> bytes:
-        if type(event) is MessageEvent:
-            delta: dict[str, str] = {"content": event.text}
-            if not self._started:
-                self._started = True
-                delta["role"] = "assistant"
-            return self._chunk([{"index": 0, "delta": delta, "finish_reason": None}])
-        if type(event) is ReasoningEvent:
-            delta = {"reasoning_content": event.text}
+        if isinstance(event, (MessageEvent, ReasoningEvent)):
+            field = "content" if type(event) is MessageEvent else "reasoning_content"
+            delta = {field: event.text}
             if not self._started:
                 self._started = True
                 delta["role"] = "assistant"

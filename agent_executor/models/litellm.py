@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import ModelError, retryable_status
 from ..messages import Usage, to_openai_messages
 from .base import ModelChunk, ModelRequest, ToolCallDelta
 
@@ -238,7 +238,7 @@ def _translate(exc: Exception) -> ModelError:
         return exc
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
-    retryable = status in (408, 409, 429) or (status is not None and status >= 500)
+    retryable = status is not None and retryable_status(status)
     name = type(exc).__name__
     if status is None and any(key in name for key in ("Connection", "Timeout", "Unavailable")):
         retryable = True

@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from ..errors import ModelError
+from ..errors import ModelError, retryable_status
 from ..messages import Usage, to_openai_messages
 from .base import ModelChunk, ModelRequest, ToolCallDelta
 
@@ -211,14 +211,12 @@ def _convert(obj: dict[str, Any], reasoning: _Reasoning) -> ModelChunk | None:
     if error:
         raise _stream_error(error)
     raw_calls = delta.get("tool_calls")
-    thought = delta.get("reasoning_content") or delta.get("reasoning")
+    thought = _reasoning_delta(delta, reasoning)
     if finish:
         if finish == "error":
             raise _stream_error(choice.get("error") or {"message": "finish_reason error"})
         if usage is None:
             usage = _groq_usage(obj)
-    if thought is not None:
-        thought = _reasoning_delta(delta, thought, reasoning)
     calls = tuple(_delta(call) for call in raw_calls) if raw_calls else None
     if not (text or calls or finish or usage or thought):
         return None
@@ -227,14 +225,19 @@ def _convert(obj: dict[str, Any], reasoning: _Reasoning) -> ModelChunk | None:
     )
 
 
-def _reasoning_delta(delta: dict[str, Any], thought: Any, reasoning: _Reasoning) -> str | None:
+def _reasoning_delta(delta: dict[str, Any], reasoning: _Reasoning) -> str | None:
     """Reasoning arrives as ``reasoning_content`` (DeepSeek, SGLang, older vLLM) or
     ``reasoning`` (vLLM, OpenRouter, Ollama); it goes back under the same name."""
-    if not isinstance(thought, str):
-        return None
-    reasoning.key = "reasoning_content" if delta.get("reasoning_content") else "reasoning"
-    reasoning.parts.append(thought)
-    return thought
+    for key in _REASONING_KEYS:
+        thought = delta.get(key)
+        if thought and isinstance(thought, str):
+            reasoning.key = key
+            reasoning.parts.append(thought)
+            return thought
+    return None
+
+
+_REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
 def _groq_usage(obj: dict[str, Any]) -> Usage | None:
@@ -275,7 +278,7 @@ def _stream_error(error: Any) -> ModelError:
     if isinstance(code, str) and code.isdigit():
         status = int(code)
     if status is not None:
-        retryable = status in (408, 409, 429) or status >= 500
+        retryable = retryable_status(status)
     else:
         retryable = not any(word in str(code).lower() for word in _FINAL_CODES)
     message = detail.get("message") or str(error)
@@ -306,7 +309,7 @@ async def _http_error(response: aiohttp.ClientResponse) -> ModelError:
         message = detail.get("message") if isinstance(detail, dict) else str(detail)
     except (orjson.JSONDecodeError, AttributeError):
         message = None
-    retryable = status in (408, 409, 429) or status >= 500
+    retryable = retryable_status(status)
     return ModelError(
         f"HTTP {status}: {message or text or response.reason}",
         retryable=retryable,

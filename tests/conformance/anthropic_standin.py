@@ -1,9 +1,10 @@
-"""Anthropic Messages event streams for ``ReplayServer``, and what litellm 1.106.2 makes of them.
+"""Anthropic Messages event streams for the shared fake server, and what litellm 1.106.2 makes
+of them.
 
 From litellm's source (paths under ``site-packages/litellm``), checked end to end:
 
 - **URL**: ``api_base`` gets ``/v1/messages`` appended unless it ends with it already
-  (``main.py`` ``_complete_anthropic``): pass ``ReplayServer.root_url``, not ``base_url``.
+  (``main.py`` ``_complete_anthropic``): pass the fake server's ``root_url``, not ``base_url``.
 - **Stream to deltas** (``llms/anthropic/chat/handler.py``, ``ModelResponseIterator``; only
   ``data:`` lines are read, the JSON ``type`` names the event). ``thinking_delta``:
   ``reasoning_content="<piece>"``, ``thinking_blocks=[{"type": "thinking", "thinking":

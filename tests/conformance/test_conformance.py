@@ -31,8 +31,9 @@ from agent_executor import (
 )
 from agent_executor.models.base import ChatModel
 
+from ..fakes.openai_server import FakeOpenAIServer
 from .fixtures import ALL_FIXTURES
-from .wire import Fixture, ReplayServer
+from .wire import Fixture
 
 CASES = [
     pytest.param(fixture, client, id=f"{fixture.name}-{client}")
@@ -57,7 +58,7 @@ class _RecordingTool(Tool):
         return f"{self.name} ok"
 
 
-def _model(client: str, fixture: Fixture, server: ReplayServer) -> ChatModel:
+def _model(client: str, fixture: Fixture, server: FakeOpenAIServer) -> ChatModel:
     if client == "fast":
         return OpenAICompatModel(fixture.model, base_url=server.base_url, api_key="test-key")
     model = fixture.model if "/" in fixture.model else f"openai/{fixture.model}"
@@ -72,7 +73,8 @@ def _model(client: str, fixture: Fixture, server: ReplayServer) -> ChatModel:
 @pytest.mark.parametrize(("fixture", "client"), CASES)
 async def test_provider_shape(fixture: Fixture, client: str) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
-    async with ReplayServer(fixture.replies) as server:
+    async with FakeOpenAIServer() as server:
+        server.script(*fixture.replies)
         executor = AgentExecutor(
             model=_model(client, fixture, server),
             tools=[_RecordingTool(name, ran) for name in fixture.tools],
@@ -119,7 +121,7 @@ async def test_provider_shape(fixture: Fixture, client: str) -> None:
         # litellm estimates usage with a tokenizer when the provider sends none.
         assert usage == expect.usage
 
-    if expect.tools and server.paths[-1].endswith("/chat/completions"):
+    if expect.tools and server.request_paths[-1].endswith("/chat/completions"):
         _check_sent_back(server.requests, expect, client)
     if expect.check is not None:
         expect.check(server.requests)

@@ -6,24 +6,21 @@ those bytes were cut into network writes, and what a correct client must make of
 tools that run, the final text, the usage, and what goes back to the provider on the next
 request. Every fixture names its provider and the public source its shape comes from.
 
-:class:`ReplayServer` serves the answers in order on 127.0.0.1, one per request to
-``/v1/chat/completions`` (or ``/v1/messages`` for Anthropic's Messages API), and keeps every
-request body it received.
+The tests replay the answers with the shared fake server (``tests/fakes/openai_server.py``,
+its :class:`~tests.fakes.openai_server.Raw` kind), one per request to ``/v1/chat/completions``
+(or ``/v1/messages`` for Anthropic's Messages API), which keeps every request body it got.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from tests.fakes.openai_server import Raw
 
-from tests.fakes.local import serve_locally
-
-__all__ = ["Expect", "Fixture", "ReplayServer", "Reply", "sse"]
+__all__ = ["Expect", "Fixture", "Reply", "sse"]
 
 
 def sse(*events: dict[str, Any] | str, done: bool = True, eol: str = "\n") -> bytes:
@@ -43,18 +40,8 @@ def sse(*events: dict[str, Any] | str, done: bool = True, eol: str = "\n") -> by
     return "".join(out).encode()
 
 
-@dataclass(frozen=True)
-class Reply:
-    """One HTTP answer as the provider sent it.
-
-    ``body`` is the raw body; a sequence of parts is written part by part with a pause
-    between them, so the client receives one event split across network reads.
-    """
-
-    body: bytes | Sequence[bytes]
-    status: int = 200
-    content_type: str = "text/event-stream"
-    headers: dict[str, str] = field(default_factory=dict)
+Reply = Raw
+"""One HTTP answer as the provider sent it (the shared fake's byte-for-byte response kind)."""
 
 
 @dataclass(frozen=True)
@@ -102,55 +89,3 @@ class Fixture:
     tools: tuple[str, ...] = ()
     clients: tuple[str, ...] = ("fast", "litellm")
     model: str = "test-model"
-
-
-class ReplayServer:
-    """Serves a fixture's replies in order on 127.0.0.1; an extra request gets HTTP 500."""
-
-    def __init__(self, replies: Sequence[Reply], *, pause: float = 0.02) -> None:
-        self._replies = list(replies)
-        self._pause = pause
-        self.requests: list[dict[str, Any]] = []
-        self.paths: list[str] = []
-        self._runner: web.AppRunner | None = None
-        self.port = 0
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-style base URL (``.../v1``)."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def root_url(self) -> str:
-        """The server's root URL (for clients that add ``/v1/...`` themselves)."""
-        return f"http://127.0.0.1:{self.port}"
-
-    async def __aenter__(self) -> ReplayServer:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._answer)
-        app.router.add_post("/chat/completions", self._answer)
-        app.router.add_post("/v1/messages", self._answer)
-        self._runner, self.port = await serve_locally(app)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    async def _answer(self, request: web.Request) -> web.StreamResponse:
-        self.requests.append(await request.json())
-        self.paths.append(request.path)
-        if not self._replies:
-            return web.json_response({"error": {"message": "replay exhausted"}}, status=500)
-        reply = self._replies.pop(0)
-        response = web.StreamResponse(
-            status=reply.status, headers={"Content-Type": reply.content_type, **reply.headers}
-        )
-        await response.prepare(request)
-        parts = [reply.body] if isinstance(reply.body, bytes) else list(reply.body)
-        for number, part in enumerate(parts):
-            if number:
-                await asyncio.sleep(self._pause)
-            await response.write(part)
-        await response.write_eof()
-        return response

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FakeOpenAIServer",
     "Json",
+    "Raw",
     "Response",
     "Status",
     "Stream",
@@ -129,7 +130,21 @@ class Json:
     latency: float = 0.0
 
 
-Response: TypeAlias = Stream | Status | Json
+@dataclass(frozen=True)
+class Raw:
+    """An answer put on the wire byte for byte, as a provider recorded it (SSE comments, CRLF,
+    ``event:`` lines, no ``[DONE]``, ...). ``body`` may be a sequence of parts: they are written
+    ``pause`` seconds apart, so the client reads one event split across network reads."""
+
+    body: bytes | Sequence[bytes]
+    status: int = 200
+    content_type: str = "text/event-stream"
+    headers: dict[str, str] = field(default_factory=dict)
+    pause: float = 0.02
+    latency: float = 0.0
+
+
+Response: TypeAlias = Stream | Status | Json | Raw
 
 
 def error_body(status: int, message: str | None = None, *, code: str | None = None) -> JsonDict:
@@ -434,10 +449,17 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://{self._host}:{self.port}/v1"
 
+    @property
+    def root_url(self) -> str:
+        """The server's root (for clients that append ``/v1/...`` themselves, as litellm does
+        for Anthropic)."""
+        return f"http://{self._host}:{self.port}"
+
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/chat/completions", self._handle)
+        app.router.add_post("/v1/messages", self._handle)  # Anthropic's Messages API
         self._runner, self._port = await serve_locally(app, self._host)
 
     async def stop(self) -> None:
@@ -488,7 +510,23 @@ class FakeOpenAIServer:
             )
         if isinstance(resp, Json):
             return web.json_response(resp.body, headers=resp.headers)
+        if isinstance(resp, Raw):
+            return await self._raw(request, resp)
         return await self._stream(request, resp)
+
+    @staticmethod
+    async def _raw(request: web.Request, spec: Raw) -> web.StreamResponse:
+        resp = web.StreamResponse(
+            status=spec.status, headers={"Content-Type": spec.content_type, **spec.headers}
+        )
+        await resp.prepare(request)
+        parts = [spec.body] if isinstance(spec.body, bytes) else list(spec.body)
+        for n, part in enumerate(parts):
+            if n:
+                await asyncio.sleep(spec.pause)
+            await resp.write(part)
+        await resp.write_eof()
+        return resp
 
     async def _stream(self, request: web.Request, spec: Stream) -> web.StreamResponse:
         resp = web.StreamResponse(
