@@ -123,8 +123,32 @@ class ToolRunner:
         assert batch is not None
         return batch.limit_hit
 
-    def plan(self, run: Run, call: ToolCall, max_calls: int | None) -> Decision | None:
-        """Refuse a call past ``max_calls`` or repeated identically too many times in a row."""
+    def plan(
+        self,
+        run: Run,
+        call: ToolCall,
+        max_calls: int | None,
+        decision: Decision | None = None,
+    ) -> Decision | None:
+        """Count ``call`` against ``max_calls`` and decide it (``None``: run it).
+
+        Every call the model asks for counts, whatever becomes of it (run, failed, refused by
+        a hook, unknown, an identical repeat, already ``decision``-ed: cut off, denied), so a
+        model repeating a refused call cannot go on until ``max_turns``. A call past the limit
+        is refused as such (``over_limit``: the model is then asked for its final answer),
+        whatever else was decided for it. Otherwise ``decision`` stands, or a call repeated
+        identically too many times in a row is refused.
+        """
+        if self.limit_reached(run, max_calls):
+            return Decision(
+                "rejected",
+                f"max_tool_calls ({max_calls}) reached: this call was not "
+                "run; answer with the information you have",
+                over_limit=True,
+            )
+        run.tool_calls_made += 1
+        if decision is not None:
+            return decision
         key = (call.name, _canonical(call.arguments))
         run.identical_streak = run.identical_streak + 1 if key == run.last_call_key else 1
         run.last_call_key = key
@@ -135,15 +159,12 @@ class ToolRunner:
                 f"refused: {call.name} was already called {limit} times in a row "
                 "with the same arguments; use the result you already have",
             )
-        if max_calls is not None and run.tool_calls_made >= max_calls:
-            return Decision(
-                "rejected",
-                f"max_tool_calls ({max_calls}) reached: this call was not "
-                "run; answer with the information you have",
-                over_limit=True,
-            )
-        run.tool_calls_made += 1
         return None
+
+    @staticmethod
+    def limit_reached(run: Run, max_calls: int | None) -> bool:
+        """Whether the run has made all the calls ``max_calls`` allows."""
+        return max_calls is not None and run.tool_calls_made >= max_calls
 
     async def run_one(
         self,
@@ -283,12 +304,23 @@ class ToolRunner:
     async def _after_hooks(
         self, run: Run, call: ToolCall, record: ToolCallRecord
     ) -> ToolCallRecord:
+        """The record after the ``after_tool_call`` hooks.
+
+        The hooks get the screened result; text a hook puts in its place is screened again
+        (whatever the status), as it may carry what the tool returned or came from elsewhere.
+        A result the hooks leave as it is was screened already and is not screened twice.
+        """
         try:
-            return await self._hooks.after_tool_call(run.ctx, call, record)
+            changed = await self._hooks.after_tool_call(run.ctx, call, record)
         except HookRejection as exc:
             return record.model_copy(
                 update={"status": "rejected", "result": f"the result was refused: {exc.reason}"}
             )
+        if self._screens and changed.result != record.result:
+            status, result = await self._screen(call.name, changed.status, changed.result)
+            if result is not changed.result or status != changed.status:
+                changed = changed.model_copy(update={"status": status, "result": result})
+        return changed
 
     def count(self, record: ToolCallRecord, seconds: float) -> None:
         """Record a finished (or cancelled) call in the metrics."""
@@ -370,13 +402,18 @@ class ToolBatch:
         if call.id in self._ids:
             return False, decision
         tool = self._run.tools.get(call.name)
-        if decision is None and not approved and tool is not None and tool.requires_approval:
-            self._run.awaiting_approval.append(call)
+        if (
+            decision is None
+            and not approved
+            and tool is not None
+            and tool.requires_approval
+            and not self._runner.limit_reached(self._run, self._max_calls)  # no one is asked
+        ):
+            self._run.awaiting_approval.append(call)  # counted when decided, on resume
             return False, decision
         self._ids.add(call.id)
         self._started.append(call)
-        if decision is None:
-            decision = self._runner.plan(self._run, call, self._max_calls)
+        decision = self._runner.plan(self._run, call, self._max_calls, decision)
         if decision is not None and decision.over_limit:
             self.limit_hit = True
         return True, decision

@@ -352,22 +352,41 @@ class AgentExecutor:
     async def _drive(self, run: Run) -> None:
         await self._check_guards(run)
         if self._hooks:
+            checked = _guarded_text(run.ctx.command)
             try:
                 await self._hooks.before_agent_start(run.ctx)
             except HookRejection as exc:
                 raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
+            if _guarded_text(run.ctx.command) != checked:
+                await self._check_guards(run, rewritten=True)
         output = OutputFormat.resolve(run.ctx.command.response_format)
         async with self._gate.permit():
             await self._prepare(run, output)
             await self._react(run, output)
 
-    async def _check_guards(self, run: Run) -> None:
+    async def _check_guards(self, run: Run, *, rewritten: bool = False) -> None:
+        """Run the guards in order; the first rejection ends the run with its code.
+
+        A command that a ``before_agent_start`` hook rewrote (its ``user_prompt``,
+        ``system_prompt`` or ``messages`` changed, by a returned copy or in place) is checked
+        again (``rewritten=True``), by the guards that judge its content only: a guard whose
+        ``checks_content`` attribute is false (``RateLimitGuard``, which counts requests and
+        has counted this one already) is skipped; a guard without the attribute is a content
+        guard. The rejection of a rewritten command is the same as a direct one.
+        """
         for guard in self._guards:
+            if rewritten and not getattr(guard, "checks_content", True):
+                continue
             try:
                 await guard.check(run.ctx)
             except GuardRejection as exc:
                 self.metrics.guard_rejections.labels(guard.name, exc.code.value).inc()
-                logger.info("guard %s refused the run: %s", guard.name, exc.message)
+                logger.info(
+                    "guard %s refused the %s: %s",
+                    guard.name,
+                    "command rewritten by a before_agent_start hook" if rewritten else "run",
+                    exc.message,
+                )
                 raise RunFailed(exc.code, exc.message, exc.retry_after) from None
 
     async def _prepare(self, run: Run, output: OutputFormat | None) -> None:
@@ -792,6 +811,19 @@ def _registry(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
             raise ConfigurationError(f"two tools are named {tool.name!r}")
         registry[tool.name] = tool
     return registry
+
+
+def _guarded_text(
+    command: AgentCommand,
+) -> tuple[str, str | None, tuple[Message, ...] | None]:
+    """What of a command the content guards read and the model will be given (messages are
+    frozen, so a tuple of them is a snapshot; comparing one is cheap when nothing changed)."""
+    messages = command.messages
+    return (
+        command.user_prompt,
+        command.system_prompt,
+        None if messages is None else tuple(messages),
+    )
 
 
 def _paused(run: Run) -> PendingRun:

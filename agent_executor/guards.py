@@ -4,9 +4,16 @@ A guard is any object with a ``name`` and an async ``check(ctx)`` that raises
 :class:`~agent_executor.errors.GuardRejection` to refuse the run. Guards run in order; the first
 rejection ends the run with an ``error`` event carrying its code, message and ``retry_after``.
 
+A command a ``before_agent_start`` hook rewrote (its ``user_prompt``, ``system_prompt`` or
+``messages`` changed) is checked again before anything is spent, by the guards that judge its
+content: every guard except those with a false ``checks_content`` attribute (``RateLimitGuard``,
+which counts requests and must not charge one twice). A guard without the attribute is
+re-run, so a custom content guard is never bypassed by a hook.
+
 A guard may also screen tool results before they go back to the model (indirect prompt
 injection): if it has ``screen_tool_result(tool, text)``, the executor calls it for every
-finished call and gives the model the :class:`ScreenVerdict`'s text instead.
+finished call and gives the model the :class:`ScreenVerdict`'s text instead; text that an
+``after_tool_call`` hook puts in a result is screened too.
 """
 
 from __future__ import annotations
@@ -25,7 +32,10 @@ __all__ = ["Guard", "InputValidationGuard", "ScreenVerdict", "ToolResultScreen"]
 class Guard(Protocol):
     """Refuses a run by raising :class:`GuardRejection` from :meth:`check`.
 
-    ``codes`` lists the error codes the guard may raise, so metrics can start them at 0.
+    ``codes`` lists the error codes the guard may raise, so metrics can start them at 0. An
+    optional ``checks_content`` attribute (default true) says whether the guard judges what
+    the command says, and so runs again on a command rewritten by a ``before_agent_start``
+    hook; set it to ``False`` for guards that count or charge requests.
     """
 
     @property

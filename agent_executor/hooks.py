@@ -49,7 +49,12 @@ class Hook:
         return type(self).__name__
 
     async def before_agent_start(self, ctx: RunContext) -> AgentCommand | None:
-        """Before guards pass the run on to the model; return a new command to replace it."""
+        """After the guards, before the model; return a new command to replace it.
+
+        If the text of the command changed (``user_prompt``, ``system_prompt`` or
+        ``messages``, returned or changed in place), the content guards check it again (the
+        rate limit is not charged twice); a rejection ends the run as a direct one would.
+        """
         return None
 
     async def before_model(self, ctx: RunContext, request: ModelRequest) -> ModelRequest | None:
@@ -66,7 +71,11 @@ class Hook:
     async def after_tool_call(
         self, ctx: RunContext, call: ToolCall, record: ToolCallRecord
     ) -> ToolCallRecord | None:
-        """After each tool call; return a new record to replace what the model is given."""
+        """After each tool call; return a new record to replace what the model is given.
+
+        ``record.result`` is what the model would get (already screened by the guards); a
+        different ``result`` returned here is screened again before the model sees it.
+        """
         return None
 
     async def after_agent_complete(self, ctx: RunContext, result: AgentResult) -> None:

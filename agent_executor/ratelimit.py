@@ -110,10 +110,13 @@ class RateLimitGuard:
     per minute; ``burst`` sets another burst size. The key is the user id (the authenticated
     one, in the service), else the client address the service passes in, else
     ``"anonymous"``; ``key=`` replaces that choice. ``clock`` (seconds, monotonic) is for tests.
+    A run is charged once: the guard is not run again on a command a ``before_agent_start``
+    hook rewrote (``checks_content = False``).
     """
 
     name = "rate_limit"
     codes: ClassVar[tuple[str, ...]] = (ErrorCode.RATE_LIMITED.value,)
+    checks_content: ClassVar[bool] = False
 
     def __init__(
         self,
