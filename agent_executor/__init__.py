@@ -8,6 +8,7 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 from ._stream import EventStream
 from ._version import __version__
 from .approvals import ASK_USER, Approval, PendingRun, PendingRunStore
+from .classifiers import LLMJudgeGuard, ONNXClassifier
 from .command import AgentCommand, ClientTool
 from .compression import HistoryCompressor, litellm_token_counter
 from .context import RunContext, current_run_context
@@ -112,6 +113,7 @@ __all__ = [
     "InjectionGuard",
     "InjectionScore",
     "InputValidationGuard",
+    "LLMJudgeGuard",
     "LiteLLMModel",
     "LogContextFilter",
     "MCPConnectionError",
@@ -123,6 +125,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelRouter",
+    "ONNXClassifier",
     "OpenAICompatModel",
     "OutputGuard",
     "PendingApproval",
