@@ -32,8 +32,16 @@ How a text is scored (all offline, pure and linear in the text's length):
    instruction is itself suspicious.
 
 The default threshold 0.5 therefore flags any single strong phrase, or two medium signals, and
-lets single ambiguous words through. See ``docs/guards.md`` for the measured detection and
-false-positive rates on ``tests/data/injection_corpus.jsonl``.
+lets single ambiguous words through.
+
+6. **Learned layer** (``learned=True``, the default; :mod:`agent_executor._injection_model`):
+   a logistic regression over the words, word pairs and jailbreak markers of the same
+   normalised window, trained on public corpora nobody here wrote. It catches the long
+   role-play jailbreaks (personas free of all rules, dual answers, developer modes) that no
+   phrase rule covers; when it reaches 0.5 the score is the larger of the two and the reason
+   ``learned`` is added. Texts under 16 words are left to the rules.
+
+See ``docs/guards.md`` for the measured detection and false-positive rates, cross-source.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from typing import ClassVar, Literal, TypeAlias
 
 import anyio.lowlevel
 
+from . import _injection_model
 from ._word_gate import WordGate
 from .context import RunContext
 from .errors import ConfigurationError, ErrorCode, GuardRejection
@@ -88,6 +97,7 @@ AUTHORITY = "authority_claim"
 OBFUSCATION = "obfuscation"
 ENCODED = "encoded_payload"
 DISCUSSION = "discussion"
+LEARNED = "learned"
 
 CATEGORIES: tuple[str, ...] = (
     OVERRIDE,
@@ -100,6 +110,7 @@ CATEGORIES: tuple[str, ...] = (
     OBFUSCATION,
     ENCODED,
     DISCUSSION,
+    LEARNED,
 )
 """Every reason :meth:`InjectionGuard.score` can give, in the order it gives them."""
 
@@ -689,6 +700,7 @@ class _Analysis:
     question: bool = False
     follow: bool = False
     suspicious: bool = False
+    norm: str = ""
 
 
 def _window(text: str, limit: int) -> str:
@@ -776,7 +788,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
     """Run every rule on the plain and hidden readings of ``text`` (already windowed)."""
     result = _Analysis()
     clean = _clean(text)
-    norm = _fold(clean)
+    norm = result.norm = _fold(clean)
     words = _PUNCT_RE.sub(" ", norm)
     result.suspicious = not text.isascii() and bool(_MIXED_RE.search(text))
     spans = _quoted_spans(norm) if any(q in norm for q in "'\"`") else []
@@ -855,8 +867,13 @@ def _news(found: dict[str, float], known: dict[str, float]) -> dict[str, float]:
     }
 
 
-def score_text(text: str, *, max_scan_chars: int = 20_000) -> InjectionScore:
-    """The heuristic score of ``text``; see the module docstring for the formula."""
+def score_text(text: str, *, max_scan_chars: int = 20_000, learned: bool = True) -> InjectionScore:
+    """The score of ``text``: the rules' and, with ``learned``, the learned layer's, the larger.
+
+    See the module docstring for the rules' formula. The learned layer reads the same
+    normalised window and counts only at its operating point (0.5 and up, reason
+    ``learned``); below it the rules' score stands alone.
+    """
     analysis = _analyse(_window(text, max_scan_chars))
     plain = analysis.plain
     hidden = _news(analysis.hidden, plain)
@@ -874,6 +891,11 @@ def score_text(text: str, *, max_scan_chars: int = 20_000) -> InjectionScore:
     if discussion:
         reasons.add(DISCUSSION)
     score = min(1.0, max(0.0, _noisy_or(signals)))
+    if learned:
+        probability = _injection_model.probability(analysis.norm)
+        if probability >= 0.5:
+            reasons.add(LEARNED)
+            score = max(score, probability)
     return InjectionScore(round(score, 6), tuple(c for c in CATEGORIES if c in reasons))
 
 
@@ -925,6 +947,7 @@ class InjectionGuard:
         classifier: Classifier | None = None,
         tool_results: ToolResultAction = "flag",
         max_scan_chars: int = 20_000,
+        learned: bool = True,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ConfigurationError(f"threshold must be in (0, 1], not {threshold!r}")
@@ -938,10 +961,11 @@ class InjectionGuard:
         self.classifier = classifier
         self.tool_results: ToolResultAction = tool_results
         self.max_scan_chars = max_scan_chars
+        self.learned = learned
 
     def score(self, text: str) -> InjectionScore:
-        """The heuristic score of ``text`` (no classifier): pure, sync, bounded by the window."""
-        return score_text(text, max_scan_chars=self.max_scan_chars)
+        """The built-in score of ``text`` (rules and learned layer, no classifier): pure, sync."""
+        return score_text(text, max_scan_chars=self.max_scan_chars, learned=self.learned)
 
     async def assess(self, text: str) -> float:
         """The final score of ``text``: ``max(heuristic, classifier)``, or the heuristic alone."""

@@ -1,7 +1,18 @@
-"""Measure InjectionGuard's heuristic on the labelled corpus: detection and false positives.
+"""Measure InjectionGuard: cross-source detection and false positives, cost per message.
 
-    python benchmarks/injection_eval.py                  # the table in docs/guards.md
+    python benchmarks/injection_eval.py                  # the tables in docs/guards.md
+    python benchmarks/injection_eval.py --quick          # the acceptance figures only
     python benchmarks/injection_eval.py --errors dev     # also list the dev split's mistakes
+
+**Cross-source** (needs scikit-learn, a test dependency): every attack source of
+``tests/data/injection_public.jsonl`` is kept whole out of training in turn, with its near-copies
+in other sources, and scored by the rules plus a learned layer retrained without it; benign
+texts are scored by models that never saw their author (five folds grouped by repository,
+contributor or document). The acceptance figures: detection on ``promptfoo`` (see
+``HELD_OUT`` in ``tests/data/train_injection_model.py``) and false positives on all benign
+texts. Then the cost of the learned layer on 1,000-character messages, median.
+
+**Our corpus**: the rules and the shipped learned layer on the hand-written
 
 Reads ``tests/data/injection_corpus.jsonl`` (see ``tests/data/build_injection_corpus.py``) and
 prints, for the held-out ``test`` split and for all examples: the detection rate on attacks
@@ -20,9 +31,71 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_executor.injection import InjectionGuard
+from agent_executor import _injection_model
+from agent_executor.injection import InjectionGuard, normalise
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "injection_corpus.jsonl"
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "data" / "injection_corpus.jsonl"
+sys.path.insert(0, str(ROOT / "tests" / "data"))
+import train_injection_model as training  # noqa: E402
+
+
+def cross_source(quick: bool) -> list[str]:
+    """The cross-source tables (markdown) and the acceptance line."""
+    rows = training.load_rows()
+    attack_sources = sorted({r["source"] for r in rows if r["label"] == "attack"})
+    if quick:
+        attack_sources = [training.HELD_OUT]
+    lines = [
+        "### attacks: each source kept out of training",
+        "",
+        "| source | detected |",
+        "|---|---|",
+    ]
+    held: list[float] = []
+    for source in attack_sources:
+        scores = training.held_out_attacks(rows, source)
+        hits = sum(score >= 0.5 for score in scores)
+        lines.append(f"| {source} | {rate(hits, len(scores))} |")
+        if source == training.HELD_OUT:
+            held = scores
+    benign_rows = [r for r in rows if r["label"] == "benign"]
+    benign = training.held_out_benign(rows)
+    lines += ["", "### benign: scored by models that never saw their author", "",
+              "| source | false positives |", "|---|---|"]  # fmt: skip
+    by_source: dict[str, list[bool]] = defaultdict(list)
+    for row, score in zip(benign_rows, benign, strict=True):
+        by_source[row["source"]].append(score >= 0.5)
+    for source, flags in sorted(by_source.items()):
+        lines.append(f"| {source} | {rate(sum(flags), len(flags))} |")
+    fp = sum(score >= 0.5 for score in benign)
+    lines.append(f"| **all benign** | **{rate(fp, len(benign))}** |")
+    detected = sum(score >= 0.5 for score in held)
+    lines += ["", f"acceptance: {training.HELD_OUT} detected {rate(detected, len(held))} "
+              f"(>= 90%), benign false positives {rate(fp, len(benign))} (<= 2%)", ""]  # fmt: skip
+    return lines
+
+
+def learned_cost(rounds: int = 20) -> list[str]:
+    """Median µs of the learned layer alone on 1,000-character messages of each label."""
+    rows = training.load_rows()
+    model = _injection_model.load()
+    lines = []
+    for label in ("benign", "attack"):
+        texts = [r["text"][:1000] for r in rows if r["label"] == label and len(r["text"]) >= 1000]
+        texts = texts[:: max(1, len(texts) // 300)]
+        costs = []
+        for text in texts:
+            started = time.perf_counter()
+            for _ in range(rounds):
+                model.probability(normalise(text))
+            costs.append((time.perf_counter() - started) / rounds * 1e6)
+        costs.sort()
+        lines.append(
+            f"learned layer, {len(texts)} {label} messages of 1,000 characters: "
+            f"median {costs[len(costs) // 2]:.0f} µs (normalisation included)"
+        )
+    return lines
 
 
 def load(path: Path = CORPUS) -> list[dict[str, str]]:
@@ -74,16 +147,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--errors", choices=("dev", "test", "all"), help="list mistakes")
+    parser.add_argument("--quick", action="store_true", help="acceptance figures only")
     args = parser.parse_args(argv)
 
-    guard = InjectionGuard(threshold=args.threshold)
+    print("## cross-source evaluation\n")
+    print("\n".join(cross_source(args.quick)))
+    print("\n".join(learned_cost()))
+    if args.quick:
+        return 0
+    print("\n## our corpus\n")
+
+    guard = InjectionGuard(threshold=args.threshold, learned=False)
     rows = load()
     scores = [guard.score(row["text"]) for row in rows]
     flagged = [s.score >= guard.threshold for s in scores]
     held_out = [i for i, row in enumerate(rows) if row["split"] == "test"]
     dev = [i for i, row in enumerate(rows) if row["split"] == "dev"]
 
-    print(f"InjectionGuard heuristic, threshold {guard.threshold}, corpus {CORPUS.name}")
+    print(f"InjectionGuard (rules only), threshold {guard.threshold}, {CORPUS.name}")
     print(f"{len(rows)} examples: {len(dev)} dev, {len(held_out)} held-out test\n")
     for title, index in (
         ("held-out test split", held_out),
