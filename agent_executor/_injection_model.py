@@ -30,7 +30,6 @@ __all__ = [
     "MODEL_FILE",
     "STRUCTURE",
     "Model",
-    "features",
     "load",
     "probability",
     "training_features",
@@ -166,12 +165,11 @@ def training_features(norm: str) -> list[str]:
     return sorted({*words, *(f"{a} {b}" for a, b in pairwise(words)), *markers})
 
 
-def features(norm: str) -> tuple[set[str | tuple[str, str]], set[str]]:
-    """The features of :func:`training_features`, word pairs as tuples: (words, markers)."""
-    words, markers = _tokens(norm)
+def _word_features(words: list[str]) -> set[str | tuple[str, str]]:
+    """The words and adjacent word pairs of :func:`training_features`, pairs as tuples."""
     found: set[str | tuple[str, str]] = set(words)
     found.update(pairwise(words))
-    return found, markers
+    return found
 
 
 MIN_WORDS: Final = 16
@@ -181,7 +179,7 @@ instructions") are what the rules are written for."""
 
 
 class Model:
-    """Weights keyed the way :func:`features` builds them, a bias and the decision threshold."""
+    """Weights keyed as :func:`_word_features` and the markers build them, and a bias."""
 
     __slots__ = ("bias", "weights")
 
@@ -206,8 +204,7 @@ class Model:
         words, markers = _tokens(norm)
         if len(words) < MIN_WORDS:
             return 0.0
-        found: set[str | tuple[str, str]] = set(words)
-        found.update(pairwise(words))
+        found = _word_features(words)
         weights = self.weights
         total = sum(weights[f] for f in weights.keys() & found)
         z = self.bias + total / math.sqrt(len(found))

@@ -28,9 +28,9 @@ import anyio
 import anyio.to_thread
 import orjson
 
-from .command import AgentCommand
 from .context import RunContext
 from .errors import ConfigurationError, ErrorCode, GuardRejection, ModelError
+from .guards import user_texts
 from .injection import REJECTION_MESSAGE
 from .messages import SystemMessage, UserMessage
 from .models import ChatModel, ModelRequest, resolve_model
@@ -389,7 +389,7 @@ class LLMJudgeGuard:
     async def check(self, ctx: RunContext) -> None:
         """Raise ``injection_detected`` if the judge scores the prompt or a user message of
         an explicit history at ``threshold`` or above."""
-        for text in _user_texts(ctx.command):
+        for text in user_texts(ctx.command):
             if await self(text) >= self.threshold:
                 raise GuardRejection(ErrorCode.INJECTION_DETECTED, REJECTION_MESSAGE)
 
@@ -488,9 +488,3 @@ def _parse_verdict(reply: str) -> float:
     if not 0.0 <= confidence <= 1.0:
         raise _BadVerdict('"confidence" is not in [0, 1]')
     return float(confidence) if injection else 1.0 - float(confidence)
-
-
-def _user_texts(command: AgentCommand) -> list[str]:
-    texts = [command.user_prompt]
-    texts += [m.content for m in command.messages or () if m.role == "user"]
-    return texts

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
+from .command import AgentCommand
 from .context import RunContext
 from .errors import ErrorCode, GuardRejection
 
@@ -98,6 +99,12 @@ class InputValidationGuard:
                 text.encode("utf-8")
             except UnicodeEncodeError:
                 raise _invalid("the input contains invalid Unicode (lone surrogates)") from None
+
+
+def user_texts(command: AgentCommand) -> list[str]:
+    """What a content guard judges in a command: the prompt and every user message of its
+    explicit history (a client can put an attack in either)."""
+    return [command.user_prompt, *(m.content for m in command.messages or () if m.role == "user")]
 
 
 def _invalid(message: str) -> GuardRejection:

@@ -64,7 +64,7 @@ from . import _injection_model
 from ._word_gate import WordGate
 from .context import RunContext
 from .errors import ConfigurationError, ErrorCode, GuardRejection
-from .guards import ScreenVerdict
+from .guards import ScreenVerdict, user_texts
 
 __all__ = [
     "CATEGORIES",
@@ -991,10 +991,7 @@ class InjectionGuard:
 
     async def check(self, ctx: RunContext) -> None:
         """Raise ``injection_detected`` if the prompt or a user message scores ≥ threshold."""
-        command = ctx.command
-        texts = [command.user_prompt]
-        texts += [m.content for m in command.messages or () if m.role == "user"]
-        for index, text in enumerate(texts):
+        for index, text in enumerate(user_texts(ctx.command)):
             if index:
                 # Scoring is synchronous (~25 ms for a full window): let other tasks run
                 # between the messages of a long history.

@@ -113,6 +113,29 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + 5]) for i in range(max(1, len(words) - 4))}
 
 
+class _ShingleIndex:
+    """The 5-word shingles of every row and, per shingle, the rows that have it."""
+
+    def __init__(self, rows: Sequence[dict[str, str]]) -> None:
+        self.rows = rows  # kept, so the id the cache is keyed on stays this list's
+        self.shingles = [_shingles(r["text"]) for r in rows]
+        self.rows_with: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for i, grams in enumerate(self.shingles):
+            for gram in grams:
+                self.rows_with[gram].append(i)
+
+
+_INDEXES: dict[int, _ShingleIndex] = {}
+
+
+def _index(rows: Sequence[dict[str, str]]) -> _ShingleIndex:
+    """The shingle index of ``rows``, built once per list (every held-out run reuses it)."""
+    index = _INDEXES.get(id(rows))
+    if index is None or index.rows is not rows:
+        index = _INDEXES[id(rows)] = _ShingleIndex(rows)
+    return index
+
+
 def near_duplicates(rows: Sequence[dict[str, str]], targets: Iterable[int]) -> set[int]:
     """Rows sharing half or more of their 5-word shingles with a target row (targets too).
 
@@ -120,17 +143,14 @@ def near_duplicates(rows: Sequence[dict[str, str]], targets: Iterable[int]) -> s
     source kept out of training must take its copies elsewhere with it, or the figure says
     how well the model remembers, not how well it generalises.
     """
-    shingles = [_shingles(r["text"]) for r in rows]
-    index: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for i, grams in enumerate(shingles):
-        for gram in grams:
-            index[gram].append(i)
+    index = _index(rows)
+    shingles, rows_with = index.shingles, index.rows_with
     found = set()
     for i in targets:
         shared: Counter[int] = Counter()
         for gram in shingles[i]:
-            if len(index[gram]) < 200:  # boilerplate n-grams say nothing about copying
-                shared.update(index[gram])
+            if len(rows_with[gram]) < 200:  # boilerplate n-grams say nothing about copying
+                shared.update(rows_with[gram])
         for j, count in shared.items():
             if count >= 0.5 * min(len(shingles[i]), len(shingles[j])):
                 found.add(j)
