@@ -5,7 +5,7 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 :class:`ErrorEvent`, :class:`DoneEvent`) as the model writes and the tools run.
 """
 
-from ._stream import EventStream
+from ._engine.stream import EventStream
 from ._version import __version__
 from .approvals import ASK_USER, Approval, PendingRun, PendingRunStore
 from .classifiers import LLMJudgeGuard, ONNXClassifier

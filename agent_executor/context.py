@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
@@ -10,7 +11,7 @@ from typing import Literal
 from .command import AgentCommand
 from .results import ToolCallRecord
 
-__all__ = ["RunContext", "current_run_context"]
+__all__ = ["RunContext", "bind_run_context", "current_run_context"]
 
 
 @dataclass(slots=True)
@@ -49,3 +50,13 @@ _current: ContextVar[RunContext | None] = ContextVar("agent_executor_run", defau
 def current_run_context() -> RunContext | None:
     """The context of the run this code runs in (tools, hooks, guards), or ``None`` outside one."""
     return _current.get()
+
+
+@contextmanager
+def bind_run_context(ctx: RunContext) -> Iterator[RunContext]:
+    """Make ``ctx`` the current run's context for the code inside (the executor's driver)."""
+    token = _current.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _current.reset(token)

@@ -48,6 +48,7 @@ class ErrorCode(str, Enum):
     OVERLOADED = "overloaded"
     LLM_ERROR = "llm_error"
     INTERNAL_ERROR = "internal_error"
+    OUTPUT_BLOCKED = "output_blocked"
 
 
 class AgentExecutorError(Exception):

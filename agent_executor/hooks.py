@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .models.base import ModelRequest, ModelResponse
     from .results import AgentResult, ErrorInfo, ToolCallRecord
 
-__all__ = ["AuditLogHook", "Hook", "ToolAllowlistHook"]
+__all__ = ["AuditLogHook", "Hook", "HookChain", "ToolAllowlistHook"]
 
 logger = logging.getLogger("agent_executor.hooks")
 
@@ -85,7 +85,7 @@ class Hook:
         """After a run has failed or was cancelled (``error.code`` says which)."""
 
 
-class _HookChain:
+class HookChain:
     """Runs one hook point over all hooks with the fail-closed rule; used by the executor."""
 
     __slots__ = ("_hooks", "_metrics")

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_executor import ToolCall, ToolCallDelta
-from agent_executor._assembler import ToolCallAssembler
+from agent_executor._engine.assembler import ToolCallAssembler
 
 from .helpers import split_at
 

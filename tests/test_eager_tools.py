@@ -19,7 +19,7 @@ from agent_executor import (
     ToolStartEvent,
     tool,
 )
-from agent_executor._assembler import ToolCallAssembler
+from agent_executor._engine.assembler import ToolCallAssembler
 from agent_executor.models.scripted import call, tool_turn
 
 from .helpers import collect, make_executor

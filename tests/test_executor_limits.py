@@ -356,12 +356,12 @@ async def test_a_model_that_breaks_is_counted_as_an_llm_error() -> None:
 
 def test_retry_delays_back_off_exponentially_and_honour_retry_after() -> None:
     from agent_executor import ModelError
-    from agent_executor._turn import ModelPolicy, _delay
+    from agent_executor._engine.streaming import ModelPolicy, retry_delay
 
     policy = ModelPolicy(backoff=0.5, max_backoff=8.0)
 
-    assert 0.5 <= _delay(policy, 1, None) <= 1.0
-    assert 2.0 <= _delay(policy, 3, None) <= 2.5
-    assert 8.0 <= _delay(policy, 10, None) <= 8.5
-    assert _delay(policy, 1, ModelError("429", retry_after=5.0)) == 5.0
-    assert _delay(policy, 1, ModelError("429", retry_after=60.0)) == 8.0
+    assert 0.5 <= retry_delay(policy, 1, None) <= 1.0
+    assert 2.0 <= retry_delay(policy, 3, None) <= 2.5
+    assert 8.0 <= retry_delay(policy, 10, None) <= 8.5
+    assert retry_delay(policy, 1, ModelError("429", retry_after=5.0)) == 5.0
+    assert retry_delay(policy, 1, ModelError("429", retry_after=60.0)) == 8.0

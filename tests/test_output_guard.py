@@ -102,15 +102,21 @@ async def test_block_ends_the_run_before_any_of_the_secret_is_released() -> None
     result = await executor.execute(AgentCommand(user_prompt="key?"))
 
     assert result.error is not None
-    assert result.error.code == "hook_rejected"
+    # the output guard is a guard, not a hook: its own code and metric label (issue #18)
+    assert result.error.code == "output_blocked"
     assert result.error.message == "the answer was withheld: it contained a api key"
     assert result.content == "Sure: "
+    registry = executor.metrics.registry
     assert (
         sample(
-            executor.metrics.registry, "agent_executor_hook_rejections_total", hook="output_guard"
+            registry,
+            "agent_executor_guard_rejections_total",
+            guard="output_guard",
+            code="output_blocked",
         )
         == 1
     )
+    assert sample(registry, "agent_executor_hook_rejections_total", hook="output_guard") == 0
 
 
 async def test_without_an_output_guard_text_passes_untouched() -> None:

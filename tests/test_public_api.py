@@ -65,6 +65,7 @@ def test_error_codes_match_the_spec() -> None:
         "overloaded",
         "llm_error",
         "internal_error",
+        "output_blocked",
     ]
 
 

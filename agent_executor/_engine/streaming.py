@@ -1,4 +1,4 @@
-"""One model turn: open the stream (retrying before the first chunk), stream it, assemble it.
+"""Streaming one model call: open it (retrying before the first chunk), stream it, assemble it.
 
 Retries, the first-chunk timeout and the idle-gap timeout live here, once, for every model.
 The per-chunk path does only what each chunk needs: one event per text delta and a clock read
@@ -19,19 +19,18 @@ import anyio
 import anyio.lowlevel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from ._assembler import ToolCallAssembler
-from .errors import ModelError
-from .events import AgentEvent, MessageEvent, ReasoningEvent
-from .messages import ToolCall, Usage
-from .metrics import Metrics
-from .models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
-from .output_guard import OutputBlocked, OutputFilter
+from ..errors import ModelError
+from ..events import MessageEvent, ReasoningEvent
+from ..messages import ToolCall, Usage
+from ..models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
+from ..output_guard import OutputBlocked, OutputFilter
+from .assembler import ToolCallAssembler
+from .state import Emit
+from .telemetry import TurnMetrics
 
-__all__ = ["ModelPolicy", "TurnMetrics", "TurnOutput", "stream_turn"]
+__all__ = ["ModelPolicy", "TurnOutput", "retry_delay", "stream_turn"]
 
 logger = logging.getLogger("agent_executor.model")
-
-Emit = Callable[[AgentEvent], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,28 +42,6 @@ class ModelPolicy:
     max_backoff: float = 8.0
     first_token_timeout: float | None = 60.0
     idle_timeout: float | None = 60.0
-
-
-class TurnMetrics:
-    """The model's labelled metric children, bound once."""
-
-    __slots__ = ("duration", "errors", "input_tokens", "output_tokens", "retries", "successes")
-
-    def __init__(self, metrics: Metrics, model: str) -> None:
-        metrics.register_model(model)
-        self.successes = metrics.llm_requests.labels(model, "success")
-        self.errors = metrics.llm_requests.labels(model, "error")
-        self.duration = metrics.llm_duration.labels(model)
-        self.retries = metrics.llm_retries.labels(model)
-        self.input_tokens = metrics.llm_tokens.labels(model, "input")
-        self.output_tokens = metrics.llm_tokens.labels(model, "output")
-
-    def record(self, started: float, usage: Usage | None, ok: bool) -> None:
-        self.duration.observe(time.perf_counter() - started)
-        (self.successes if ok else self.errors).inc()
-        if usage is not None:
-            self.input_tokens.inc(usage.input_tokens)
-            self.output_tokens.inc(usage.output_tokens)
 
 
 @dataclass(slots=True)
@@ -156,7 +133,7 @@ async def _open(
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.retries),
         # tenacity's attempt n (n >= 1) failed: wait before retry number n + 1
-        wait=lambda state: _delay(
+        wait=lambda state: retry_delay(
             policy, state.attempt_number + 1, state.outcome.exception() if state.outcome else None
         ),
         retry=retry_if_exception(lambda exc: isinstance(exc, ModelError) and exc.retryable),
@@ -166,7 +143,7 @@ async def _open(
         sleep=anyio.sleep,
         reraise=True,
     )
-    await anyio.sleep(_delay(policy, 1, first_error))
+    await anyio.sleep(retry_delay(policy, 1, first_error))
     async for attempt in retrying:
         with attempt:
             return await _open_once(model, request, policy.first_token_timeout)
@@ -178,7 +155,7 @@ def _retrying_after(model: ChatModel, error: BaseException | None, metrics: Turn
     logger.info("model %s failed (%s); retrying", model.name, error)
 
 
-def _delay(policy: ModelPolicy, retry: int, error: BaseException | None) -> float:
+def retry_delay(policy: ModelPolicy, retry: int, error: BaseException | None) -> float:
     """Seconds before retry number ``retry`` (1, 2, ...): exponential backoff with jitter,
     at least the provider's ``retry_after`` hint, at most ``max_backoff`` (plus jitter)."""
     backoff = min(policy.backoff * 2.0 ** (retry - 1), policy.max_backoff)
@@ -262,10 +239,7 @@ async def _consume(
             try:
                 chunk = await next_chunk()
             except StopAsyncIteration:
-                if output.reasoning_filter is not None:
-                    _release_reasoning(output.reasoning_filter.flush(), output)
-                if text_filter is not None:
-                    _release(text_filter.flush(), output)
+                _flush(output)
                 return
             if monotonic() >= next_refresh:
                 scope.deadline = anyio.current_time() + idle + slack
@@ -288,6 +262,14 @@ def _release_reasoning(text: str, output: TurnOutput) -> None:
     if text and output.reasoning is not None:
         output.reasoning.append(text)
         output.emit(ReasoningEvent(text))
+
+
+def _flush(output: TurnOutput) -> None:
+    """The stream ended: release what the output guard's filters still hold back."""
+    if output.reasoning_filter is not None:
+        _release_reasoning(output.reasoning_filter.flush(), output)
+    if output.text_filter is not None:
+        _release(output.text_filter.flush(), output)
 
 
 def _release(text: str, output: TurnOutput) -> None:

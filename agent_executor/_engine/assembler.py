@@ -26,8 +26,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from .messages import ToolCall
-from .models.base import ToolCallDelta
+from ..messages import ToolCall
+from ..models.base import ToolCallDelta
 
 __all__ = ["ToolCallAssembler"]
 

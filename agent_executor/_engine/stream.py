@@ -21,11 +21,10 @@ from typing import Any
 
 import anyio
 
-from .events import AgentEvent
+from ..events import AgentEvent
+from .state import Emit
 
 __all__ = ["EventStream"]
-
-Emit = Callable[[AgentEvent], None]
 
 
 class _Channel:

@@ -17,19 +17,18 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ._run import PendingCall, Run
-from .errors import HookRejection
-from .events import ToolCallEvent, ToolEndEvent, ToolStartEvent
-from .guards import ToolResultScreen
-from .hooks import _HookChain
-from .messages import ToolCall, ToolMessage
-from .metrics import Metrics
-from .results import ToolCallRecord, ToolStatus
-from .tool_results import ClientToolError, ToolResults
-from .tools import FrontendTool, Tool, ToolArgumentsError, serialize_result
-from .tracing import Tracing
+from ..errors import HookRejection
+from ..events import ToolCallEvent, ToolEndEvent, ToolStartEvent
+from ..guards import ToolResultScreen
+from ..hooks import HookChain
+from ..messages import ToolCall, ToolMessage
+from ..results import ToolCallRecord, ToolStatus
+from ..tool_results import ClientToolError, ToolResults
+from ..tools import FrontendTool, Tool, ToolArgumentsError, serialize_result
+from .state import PendingCall, RunState
+from .telemetry import RunTelemetry
 
-__all__ = ["Decision", "ToolBatch", "ToolLimits", "ToolRunner"]
+__all__ = ["Decision", "ToolBatch", "ToolLimits", "ToolRunner", "loose_arguments"]
 
 logger = logging.getLogger("agent_executor.tools")
 
@@ -61,29 +60,29 @@ class ToolRunner:
         self,
         tools: Mapping[str, Tool],
         limits: ToolLimits,
-        hooks: _HookChain,
-        metrics: Metrics,
-        screens: Sequence[ToolResultScreen] = (),
-        tracing: Tracing | None = None,
-        tool_results: ToolResults | None = None,
+        hooks: HookChain,
+        telemetry: RunTelemetry,
+        screens: Sequence[ToolResultScreen],
+        tool_results: ToolResults,
     ) -> None:
         self.tools = tools
-        self._tool_results = ToolResults() if tool_results is None else tool_results
+        self._tool_results = tool_results
         self._screens = tuple(screens)
-        self._tracing = Tracing(None) if tracing is None else tracing
+        self._telemetry = telemetry
         self.has_eager = any(tool.eager for tool in tools.values())
         self._limits = limits
         self._hooks = hooks
-        self._metrics = metrics
 
-    def batch(self, run: Run, task_group: TaskGroup | None, max_calls: int | None) -> ToolBatch:
+    def batch(
+        self, run: RunState, task_group: TaskGroup | None, max_calls: int | None
+    ) -> ToolBatch:
         """A batch for one model turn's calls, run as tasks of ``task_group`` (with ``None``,
         only :meth:`ToolBatch.run_now` may be used)."""
         return ToolBatch(self, run, task_group, max_calls, self._limits.max_parallel)
 
     async def run_calls(
         self,
-        run: Run,
+        run: RunState,
         calls: Sequence[ToolCall],
         max_calls: int | None,
         decision: Decision | None = None,
@@ -125,7 +124,7 @@ class ToolRunner:
 
     def plan(
         self,
-        run: Run,
+        run: RunState,
         call: ToolCall,
         max_calls: int | None,
         decision: Decision | None = None,
@@ -139,21 +138,19 @@ class ToolRunner:
         whatever else was decided for it. Otherwise ``decision`` stands, or a call repeated
         identically too many times in a row is refused.
         """
-        if self.limit_reached(run, max_calls):
+        if run.budget.spent(max_calls):
             return Decision(
                 "rejected",
                 f"max_tool_calls ({max_calls}) reached: this call was not "
                 "run; answer with the information you have",
                 over_limit=True,
             )
-        run.tool_calls_made += 1
         if decision is not None:
+            run.budget.count(None)
             return decision
-        key = (call.name, _canonical(call.arguments))
-        run.identical_streak = run.identical_streak + 1 if key == run.last_call_key else 1
-        run.last_call_key = key
+        streak = run.budget.count((call.name, _canonical(call.arguments)))
         limit = self._limits.max_identical_calls
-        if limit and run.identical_streak > limit:
+        if limit and streak > limit:
             return Decision(
                 "rejected",
                 f"refused: {call.name} was already called {limit} times in a row "
@@ -161,39 +158,27 @@ class ToolRunner:
             )
         return None
 
-    @staticmethod
-    def limit_reached(run: Run, max_calls: int | None) -> bool:
-        """Whether the run has made all the calls ``max_calls`` allows."""
-        return max_calls is not None and run.tool_calls_made >= max_calls
-
     async def run_one(
         self,
-        run: Run,
+        run: RunState,
         call: ToolCall,
         decision: Decision | None,
         limiter: anyio.CapacityLimiter | None,
         records: dict[str, ToolCallRecord],
     ) -> None:
         """Run (or refuse) one call between its ``tool_start`` and ``tool_end`` events."""
-        attributes = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": call.id,
-        }
-        with self._tracing.span(f"execute_tool {call.name}", attributes) as span:
-            status = await self._run_one(run, call, decision, limiter, records)
-            self._tracing.set(span, {"agent_executor.tool.status": status})
-            if status != "success":
-                self._tracing.fail(span, status, records[call.id].result[:200])
+        with self._telemetry.tool_span(call) as span:
+            record = await self._run_one(run, call, decision, limiter, records)
+            self._telemetry.tool_finished(span, record)
 
     async def _run_one(
         self,
-        run: Run,
+        run: RunState,
         call: ToolCall,
         decision: Decision | None,
         limiter: anyio.CapacityLimiter | None,
         records: dict[str, ToolCallRecord],
-    ) -> ToolStatus:
+    ) -> ToolCallRecord:
         arguments = loose_arguments(call.arguments)
         run.emit(ToolStartEvent(tool=call.name, call_id=call.id, arguments=arguments))
         started = time.perf_counter()
@@ -220,7 +205,7 @@ class ToolRunner:
             record = await self._after_hooks(run, call, record)
         del run.pending[call.id]
         records[call.id] = record
-        self.count(record, time.perf_counter() - started)
+        self._telemetry.tool_counted(record, time.perf_counter() - started)
         run.emit(
             ToolEndEvent(
                 tool=call.name,
@@ -229,9 +214,9 @@ class ToolRunner:
                 duration_ms=record.duration_ms,
             )
         )
-        return record.status
+        return record
 
-    async def _execute(self, run: Run, call: ToolCall) -> tuple[ToolStatus, str]:
+    async def _execute(self, run: RunState, call: ToolCall) -> tuple[ToolStatus, str]:
         tool = run.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(run.tools)) or "(none)"
@@ -272,7 +257,7 @@ class ToolRunner:
             return "error", f"the result of {call.name} could not be serialised: {_describe(exc)}"
 
     async def _from_client(
-        self, run: Run, call: ToolCall, arguments: dict[str, Any], limit: float | None
+        self, run: RunState, call: ToolCall, arguments: dict[str, Any], limit: float | None
     ) -> Any:
         """Ask the client to run a frontend tool (a ``tool_call`` event) and wait for it."""
         user = run.ctx.user_id
@@ -302,7 +287,7 @@ class ToolRunner:
         return status, result
 
     async def _after_hooks(
-        self, run: Run, call: ToolCall, record: ToolCallRecord
+        self, run: RunState, call: ToolCall, record: ToolCallRecord
     ) -> ToolCallRecord:
         """The record after the ``after_tool_call`` hooks.
 
@@ -322,11 +307,29 @@ class ToolRunner:
                 changed = changed.model_copy(update={"status": status, "result": result})
         return changed
 
-    def count(self, record: ToolCallRecord, seconds: float) -> None:
-        """Record a finished (or cancelled) call in the metrics."""
-        label = self._metrics.tool_label(record.tool)
-        self._metrics.tool_calls.labels(label, record.status).inc()
-        self._metrics.tool_duration.labels(label).observe(seconds)
+    def close_pending(self, run: RunState) -> None:
+        """Tool calls cut short by a timeout or cancellation end as ``cancelled``."""
+        now = time.perf_counter()
+        for call_id, pending in run.pending.items():
+            record = ToolCallRecord(
+                call_id=call_id,
+                tool=pending.tool,
+                arguments=pending.arguments,
+                status="cancelled",
+                duration_ms=round((now - pending.started) * 1000, 3),
+                result="cancelled: the run ended before the tool finished",
+            )
+            run.records.append(record)
+            self._telemetry.tool_counted(record, now - pending.started)
+            run.emit(
+                ToolEndEvent(
+                    tool=pending.tool,
+                    call_id=call_id,
+                    status="cancelled",
+                    duration_ms=record.duration_ms,
+                )
+            )
+        run.pending.clear()
 
     def _truncate(self, text: str) -> str:
         limit = self._limits.max_result_chars
@@ -357,7 +360,7 @@ class ToolBatch:
     def __init__(
         self,
         runner: ToolRunner,
-        run: Run,
+        run: RunState,
         task_group: TaskGroup | None,
         max_calls: int | None,
         max_parallel: int,
@@ -378,7 +381,7 @@ class ToolBatch:
         """Start ``call`` (once), settled by ``decision`` or else by the limits.
 
         A call of a tool that needs a person's approval is not started but kept in
-        ``run.awaiting_approval``, unless it is ``approved`` already (a resumed run).
+        ``run.approvals``, unless it is ``approved`` already (a resumed run).
         """
         admitted, decision = self._admit(call, decision, approved)
         if admitted:
@@ -407,9 +410,9 @@ class ToolBatch:
             and not approved
             and tool is not None
             and tool.requires_approval
-            and not self._runner.limit_reached(self._run, self._max_calls)  # no one is asked
+            and not self._run.budget.spent(self._max_calls)  # no one is asked
         ):
-            self._run.awaiting_approval.append(call)  # counted when decided, on resume
+            self._run.approvals.hold(call)  # counted when decided, on resume
             return False, decision
         self._ids.add(call.id)
         self._started.append(call)

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ._run import RunFailed
-from .errors import ErrorCode
+from ..errors import ErrorCode
+from .state import RunFailed
 
 __all__ = ["OutputFormat"]
 

@@ -8,9 +8,9 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from ._run import RunFailed
-from .errors import ErrorCode
-from .metrics import Metrics
+from ..errors import ErrorCode
+from ..metrics import Metrics
+from .state import RunFailed
 
 __all__ = ["ConcurrencyGate"]
 

@@ -1,4 +1,10 @@
-"""The state of one run, shared by its steps; both execution modes read their output from it."""
+"""The state of one run, shared by its steps; both execution modes read their output from it.
+
+:class:`RunState` holds what every step reads (the context, the conversation, the text, the
+outcome). Two parts have one owner each and are changed only through their own methods: the
+:class:`ToolBudget` (the tool-call module counts calls against the limits) and the
+:class:`ApprovalState` (calls held for a person, and the approvals the run asks for).
+"""
 
 from __future__ import annotations
 
@@ -7,20 +13,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .context import RunContext
-from .errors import ErrorCode
-from .events import AgentEvent, DoneEvent
-from .messages import Message, ToolCall, Usage
-from .results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
-from .tools import Tool
+from ..context import RunContext
+from ..errors import ErrorCode
+from ..events import AgentEvent, DoneEvent
+from ..messages import Message, ToolCall, Usage
+from ..results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
+from ..tools import Tool
 
-__all__ = ["Emit", "PendingCall", "Run", "RunFailed"]
+__all__ = ["ApprovalState", "Emit", "PendingCall", "RunFailed", "RunState", "ToolBudget"]
 
 Emit = Callable[[AgentEvent], None]
+"""Where a run's events go: dropped by ``execute()``, pushed to the stream by
+``execute_stream()``."""
+
+
+def drop(event: AgentEvent) -> None:
+    """The ``emit`` of ``execute()``: its result is read from the run, not from events."""
 
 
 class RunFailed(Exception):
-    """Ends a run with an error code; raised by the run's steps, caught once by the executor."""
+    """Ends a run with an error code; raised by the run's steps, caught once by the driver."""
 
     def __init__(self, code: ErrorCode, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -36,29 +48,67 @@ class PendingCall:
     started: float
 
 
-class Run:
+class ToolBudget:
+    """The run's tool calls counted against ``max_tool_calls`` and ``max_identical_calls``."""
+
+    __slots__ = ("identical_streak", "last_call_key", "made")
+
+    def __init__(self, made: int = 0) -> None:
+        self.made = made
+        self.last_call_key: tuple[str, str] | None = None
+        self.identical_streak = 0
+
+    def spent(self, limit: int | None) -> bool:
+        """Whether the run has made every call ``limit`` allows."""
+        return limit is not None and self.made >= limit
+
+    def count(self, key: tuple[str, str] | None) -> int:
+        """Count one call; with its ``key`` (name, canonical arguments), return how many
+        identical calls in a row it makes (0 when the call is not compared)."""
+        self.made += 1
+        if key is None:
+            return 0
+        self.identical_streak = self.identical_streak + 1 if key == self.last_call_key else 1
+        self.last_call_key = key
+        return self.identical_streak
+
+
+class ApprovalState:
+    """Calls held for a person's decision, and the approvals the paused run asks for."""
+
+    __slots__ = ("held", "requested")
+
+    def __init__(self) -> None:
+        self.held: list[ToolCall] = []
+        self.requested: list[PendingApproval] = []
+
+    def hold(self, call: ToolCall) -> None:
+        """Keep ``call`` from running until a person decides (counted when decided)."""
+        self.held.append(call)
+
+    def request(self, approval: PendingApproval) -> None:
+        self.requested.append(approval)
+
+
+class RunState:
     """Everything a run accumulates: messages, text, usage, tool calls, outcome."""
 
     __slots__ = (
-        "awaiting_approval",
+        "approvals",
+        "budget",
         "cancelled",
         "ctx",
         "emit",
         "error",
         "finish_reason",
-        "first_token_at",
-        "identical_streak",
-        "last_call_key",
         "messages",
         "new_messages",
         "output",
         "pending",
-        "pending_approvals",
         "reasoning",
         "repaired",
         "started",
         "texts",
-        "tool_calls_made",
         "tool_specs",
         "tools",
         "turns",
@@ -75,20 +125,16 @@ class Run:
         self.reasoning: list[str] = []
         self.usage: Usage | None = None
         self.turns = 0
-        self.tool_calls_made = 0
-        self.first_token_at: float | None = None
         self.finish_reason: FinishReason = "stop"
         self.error: ErrorInfo | None = None
         self.cancelled = False
         self.output: Any = None
         self.repaired = False
         self.pending: dict[str, PendingCall] = {}
-        self.last_call_key: tuple[str, str] | None = None
-        self.identical_streak = 0
         self.tools: Mapping[str, Tool] = {}
         self.tool_specs: list[dict[str, Any]] = []
-        self.awaiting_approval: list[ToolCall] = []
-        self.pending_approvals: list[PendingApproval] = []
+        self.budget = ToolBudget()
+        self.approvals = ApprovalState()
 
     @property
     def records(self) -> list[ToolCallRecord]:
@@ -121,7 +167,7 @@ class Run:
             tool_calls=list(self.records),
             duration_ms=self.duration_ms(),
             output=self.output,
-            pending_approvals=list(self.pending_approvals),
+            pending_approvals=list(self.approvals.requested),
         )
 
     def result(self) -> AgentResult:
@@ -135,6 +181,6 @@ class Run:
             duration_ms=self.duration_ms(),
             finish_reason=self.finish_reason,
             output=self.output,
-            pending_approvals=list(self.pending_approvals),
+            pending_approvals=list(self.approvals.requested),
             reasoning="".join(self.reasoning) if self.reasoning else None,
         )

@@ -1,0 +1,42 @@
+"""The run machinery behind :class:`~agent_executor.AgentExecutor` (private).
+
+Read it in the order a run flows: ``driver`` (guards, hooks, permit, prepare, finish) →
+``loop`` (the ReAct loop) → ``model_turn`` and ``streaming`` (one model call, per-chunk events)
+→ ``tool_calls`` (a turn's calls) → ``approvals`` (pause and resume) → ``history`` (load and
+save). ``state`` is the run's state, ``telemetry`` its spans, metrics and outcome logs,
+``stream`` the ``EventStream`` that ``execute_stream()`` returns, ``gate`` the concurrency
+permits, ``output_format`` structured output, ``assembler`` streamed tool-call fragments.
+"""
+
+from .approvals import Approvals
+from .driver import Caller, Driver, Mode, RunSettings
+from .gate import ConcurrencyGate
+from .history import Conversations
+from .loop import ReactLoop
+from .model_turn import ModelTurns
+from .state import RunFailed, RunState, drop
+from .stream import EventStream
+from .streaming import ModelPolicy
+from .telemetry import OUTPUT_GUARD, RunTelemetry
+from .tool_calls import ToolLimits, ToolRunner
+
+__all__ = [
+    "OUTPUT_GUARD",
+    "Approvals",
+    "Caller",
+    "ConcurrencyGate",
+    "Conversations",
+    "Driver",
+    "EventStream",
+    "Mode",
+    "ModelPolicy",
+    "ModelTurns",
+    "ReactLoop",
+    "RunFailed",
+    "RunSettings",
+    "RunState",
+    "RunTelemetry",
+    "ToolLimits",
+    "ToolRunner",
+    "drop",
+]

@@ -1,0 +1,268 @@
+"""The driver: one run from its command to its ``done`` event, the same for both modes.
+
+    command → guards → before_agent_start hooks → permit → prepare (tools, history, prompt)
+            → the ReAct loop → finish (pending tools, memory, hooks, telemetry, closing events)
+
+Every failure of the steps before ``finish`` is raised as :class:`RunFailed` and caught once,
+here, which records it on the run; a ``request_timeout`` and an unexpected exception end there
+too. ``finish`` runs outside the deadline. A cancelled run closes its pending tools, is counted
+as ``cancelled`` and emits nothing more.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import anyio
+
+from ..command import AgentCommand
+from ..context import RunContext, bind_run_context
+from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
+from ..events import ErrorEvent
+from ..guards import Guard
+from ..hooks import HookChain
+from ..logging import log_context
+from ..messages import Message, SystemMessage, UserMessage
+from ..results import ErrorInfo
+from ..tools import FrontendTool, Tool
+from ..tracing import Span
+from .approvals import Approvals, snapshot
+from .gate import ConcurrencyGate
+from .history import Conversations
+from .loop import ReactLoop
+from .output_format import OutputFormat
+from .state import Emit, RunFailed, RunState, drop
+from .telemetry import RunTelemetry
+from .tool_calls import ToolRunner
+
+__all__ = ["Caller", "Driver", "Mode", "RunSettings"]
+
+logger = logging.getLogger("agent_executor")
+
+Mode = Literal["stream", "execute"]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asked for a run: the request id, network address and HTTP headers, when known."""
+
+    request_id: str | None = None
+    address: str | None = None
+    headers: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """The executor's settings a run's steps read (the others are in the parts)."""
+
+    system_prompt: str | None
+    request_timeout: float | None
+    max_tool_calls: int
+
+
+class Driver:
+    """Drives runs of one executor through guards, hooks, the gate, the loop and finish."""
+
+    __slots__ = (
+        "_approvals",
+        "_conversations",
+        "_gate",
+        "_guards",
+        "_hooks",
+        "_loop",
+        "_settings",
+        "_telemetry",
+        "_tool_runner",
+        "_tool_specs",
+        "_tools",
+    )
+
+    def __init__(
+        self,
+        *,
+        tools: Mapping[str, Tool],
+        guards: Sequence[Guard],
+        hooks: HookChain,
+        gate: ConcurrencyGate,
+        conversations: Conversations,
+        approvals: Approvals,
+        loop: ReactLoop,
+        tool_runner: ToolRunner,
+        telemetry: RunTelemetry,
+        settings: RunSettings,
+    ) -> None:
+        self._tools = tools
+        self._tool_specs = [t.spec() for t in tools.values()]
+        self._guards = tuple(guards)
+        self._hooks = hooks
+        self._gate = gate
+        self._conversations = conversations
+        self._approvals = approvals
+        self._loop = loop
+        self._tool_runner = tool_runner
+        self._telemetry = telemetry
+        self._settings = settings
+
+    async def run(self, command: AgentCommand, mode: Mode, emit: Emit, caller: Caller) -> RunState:
+        """Run ``command`` to its end; its events go to ``emit``, its outcome is the state."""
+        ctx = RunContext(
+            command=command,
+            request_id=caller.request_id or uuid.uuid4().hex,
+            mode=mode,
+            client_address=caller.address,
+            request_headers=caller.headers or {},
+        )
+        run = RunState(ctx, emit)
+        logged = log_context(
+            request_id=ctx.request_id, user_id=command.user_id, session_id=command.session_id
+        )
+        with bind_run_context(ctx), logged, self._telemetry.run_span(run) as span:
+            try:
+                await self._drive_within_deadline(run)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._cancelled(run, span)
+                raise
+            await self._finish(run, span)
+        return run
+
+    async def _drive_within_deadline(self, run: RunState) -> None:
+        """Drive the run under its deadline; every failure but cancellation becomes its error."""
+        timeout = self._settings.request_timeout
+        try:
+            deadline = anyio.current_time() + (math.inf if timeout is None else timeout)
+            with anyio.CancelScope(deadline=deadline) as scope:
+                await self._drive(run)
+            if scope.cancelled_caught:
+                message = f"the run did not finish within {timeout} s"
+                run.fail(ErrorInfo(code=ErrorCode.TIMEOUT.value, message=message))
+        except RunFailed as exc:
+            run.fail(exc.info)
+        except StoreUnavailable as exc:
+            logger.warning("run failed: %s", exc)
+            run.fail(ErrorInfo(code=ErrorCode.INTERNAL_ERROR.value, message=str(exc)))
+        except Exception:
+            logger.exception("run failed unexpectedly")
+            message = f"internal error (request id {run.ctx.request_id})"
+            run.fail(ErrorInfo(code=ErrorCode.INTERNAL_ERROR.value, message=message))
+
+    async def _drive(self, run: RunState) -> None:
+        await self._check_guards(run)
+        if self._hooks:
+            checked = _guarded_text(run.ctx.command)
+            try:
+                await self._hooks.before_agent_start(run.ctx)
+            except HookRejection as exc:
+                raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
+            if _guarded_text(run.ctx.command) != checked:
+                await self._check_guards(run, rewritten=True)
+        command = run.ctx.command
+        output = OutputFormat.resolve(command.response_format)
+        max_calls = command.max_tool_calls
+        if max_calls is None:
+            max_calls = self._settings.max_tool_calls
+        async with self._gate.permit():
+            await self._prepare(run, output, max_calls)
+            await self._loop.run(run, output, max_calls)
+
+    async def _check_guards(self, run: RunState, *, rewritten: bool = False) -> None:
+        """Run the guards in order; the first rejection ends the run with its code.
+
+        A command that a ``before_agent_start`` hook rewrote (its ``user_prompt``,
+        ``system_prompt`` or ``messages`` changed, by a returned copy or in place) is checked
+        again (``rewritten=True``), by the guards that judge its content only: a guard whose
+        ``checks_content`` attribute is false (``RateLimitGuard``, which counts requests and
+        has counted this one already) is skipped; a guard without the attribute is a content
+        guard. The rejection of a rewritten command is the same as a direct one.
+        """
+        for guard in self._guards:
+            if rewritten and not getattr(guard, "checks_content", True):
+                continue
+            try:
+                await guard.check(run.ctx)
+            except GuardRejection as exc:
+                self._telemetry.guard_refused(
+                    guard.name, exc.code.value, exc.message, rewritten=rewritten
+                )
+                raise RunFailed(exc.code, exc.message, exc.retry_after) from None
+
+    async def _prepare(self, run: RunState, output: OutputFormat | None, max_calls: int) -> None:
+        """The run's tools and its conversation so far: prompt, history, the user's message."""
+        command = run.ctx.command
+        self._offer_tools(run, command)
+        system = command.system_prompt or self._settings.system_prompt
+        if output is not None:
+            system = f"{system}\n\n{output.instructions}" if system else output.instructions
+        run.messages = [SystemMessage(content=system)] if system else []
+        run.messages += await self._conversations.load(command)
+        if command.approvals is not None:
+            await self._approvals.resume(run, max_calls)
+        else:
+            run.add(UserMessage(content=command.user_prompt))
+
+    def _offer_tools(self, run: RunState, command: AgentCommand) -> None:
+        """The run's tools: the executor's, plus the client's own for this run."""
+        if not command.client_tools:
+            run.tools, run.tool_specs = self._tools, self._tool_specs
+            return
+        clash = sorted({t.name for t in command.client_tools} & set(self._tools))
+        if clash:
+            raise RunFailed(
+                ErrorCode.INVALID_INPUT,
+                f"client tools may not reuse the agent's tool names: {clash}",
+            )
+        extra = {
+            t.name: FrontendTool(t.name, t.description, t.parameters, timeout=t.timeout or 30.0)
+            for t in command.client_tools
+        }
+        run.tools = {**self._tools, **extra}
+        run.tool_specs = self._tool_specs + [t.spec() for t in extra.values()]
+
+    async def _finish(self, run: RunState, span: Span) -> None:
+        """Close the run: pending tools, memory, hooks, telemetry, then the closing events."""
+        self._tool_runner.close_pending(run)
+        if run.error is None:
+            paused = snapshot(run) if run.finish_reason == "waiting_for_approval" else None
+            await self._conversations.save(run, paused)
+        if self._hooks:
+            if run.error is None:
+                await self._hooks.after_agent_complete(run.ctx, run.result())
+            else:
+                await self._hooks.on_agent_failed(run.ctx, run.error)
+        self._telemetry.run_finished(span, run)
+        if run.error is not None:
+            run.emit(
+                ErrorEvent(
+                    code=run.error.code,
+                    message=run.error.message,
+                    retry_after=run.error.retry_after,
+                )
+            )
+        run.emit(run.done_event())
+
+    async def _cancelled(self, run: RunState, span: Span) -> None:
+        run.cancelled = True
+        run.emit = drop
+        self._tool_runner.close_pending(run)
+        self._telemetry.run_cancelled(span, run)
+        if self._hooks:
+            with anyio.move_on_after(1):
+                await self._hooks.on_agent_failed(
+                    run.ctx, ErrorInfo(code="cancelled", message="the run was cancelled")
+                )
+
+
+def _guarded_text(command: AgentCommand) -> tuple[str, str | None, tuple[Message, ...] | None]:
+    """What of a command the content guards read and the model will be given (messages are
+    frozen, so a tuple of them is a snapshot; comparing one is cheap when nothing changed)."""
+    messages = command.messages
+    return (
+        command.user_prompt,
+        command.system_prompt,
+        None if messages is None else tuple(messages),
+    )

@@ -1,0 +1,206 @@
+"""``RunTelemetry``: the spans, metrics and outcome logs of runs, model calls and tool calls.
+
+The run's steps call it at a few points (a run starts and ends, a guard refuses, a model call
+opens and ends, a tool call opens and ends) and never per chunk: the per-chunk path touches only
+:class:`TurnMetrics`' bound children at the end of a turn and :meth:`RunTelemetry.first_text`
+once per run. Hooks are not telemetry and keep their own chain.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from ..errors import ErrorCode
+from ..metrics import Metrics
+from ..tracing import Span, Tracing
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ..messages import ToolCall, Usage
+    from ..models.base import ModelResponse
+    from ..results import ToolCallRecord
+    from .state import RunState
+
+__all__ = ["RunTelemetry", "TurnMetrics"]
+
+logger = logging.getLogger("agent_executor")
+
+OUTPUT_GUARD = "output_guard"
+"""The output guard's ``guard`` label in ``agent_executor_guard_rejections_total``."""
+
+_SERVER_SIDE_FAILURES = frozenset(
+    code.value
+    for code in (
+        ErrorCode.TIMEOUT,
+        ErrorCode.OVERLOADED,
+        ErrorCode.LLM_ERROR,
+        ErrorCode.INTERNAL_ERROR,
+    )
+)
+"""Outcomes logged as warnings; refusals of the caller's input are routine (info)."""
+
+
+class TurnMetrics:
+    """The model's labelled metric children, bound once."""
+
+    __slots__ = ("duration", "errors", "input_tokens", "output_tokens", "retries", "successes")
+
+    def __init__(self, metrics: Metrics, model: str) -> None:
+        metrics.register_model(model)
+        self.successes = metrics.llm_requests.labels(model, "success")
+        self.errors = metrics.llm_requests.labels(model, "error")
+        self.duration = metrics.llm_duration.labels(model)
+        self.retries = metrics.llm_retries.labels(model)
+        self.input_tokens = metrics.llm_tokens.labels(model, "input")
+        self.output_tokens = metrics.llm_tokens.labels(model, "output")
+
+    def record(self, started: float, usage: Usage | None, ok: bool) -> None:
+        self.duration.observe(time.perf_counter() - started)
+        (self.successes if ok else self.errors).inc()
+        if usage is not None:
+            self.input_tokens.inc(usage.input_tokens)
+            self.output_tokens.inc(usage.output_tokens)
+
+
+class RunTelemetry:
+    """What one executor records about its runs: spans, Prometheus metrics, outcome logs."""
+
+    __slots__ = ("_agent", "_model", "metrics", "tracing", "turn_metrics")
+
+    def __init__(self, metrics: Metrics, tracing: Tracing, agent: str, model: str) -> None:
+        self.metrics = metrics
+        self.tracing = tracing
+        self.turn_metrics = TurnMetrics(metrics, model)
+        self._agent = agent
+        self._model = model
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def run_span(self, run: RunState) -> Iterator[Span]:
+        """The span of the whole run (its trace id goes into the logging context)."""
+        ctx = run.ctx
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": self._agent,
+            "gen_ai.request.model": self._model,
+            "gen_ai.conversation.id": ctx.session_id,
+            "agent_executor.request_id": ctx.request_id,
+            "agent_executor.mode": ctx.mode,
+        }
+        with self.tracing.span(f"invoke_agent {self._agent}", attributes, trace_logs=True) as span:
+            yield span
+
+    def run_finished(self, span: Span, run: RunState) -> None:
+        """Count and log the run's outcome; put its usage and outcome on its span."""
+        self._count(run, run.error.code if run.error else "success")
+        if span is None:
+            return
+        usage = run.usage
+        self.tracing.set(
+            span,
+            {
+                "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
+                "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
+                "gen_ai.response.finish_reasons": [run.finish_reason],
+                "agent_executor.turns": run.turns,
+                "agent_executor.tool_calls": len(run.records),
+            },
+        )
+        if run.error is not None:
+            self.tracing.fail(span, run.error.code, run.error.message)
+
+    def run_cancelled(self, span: Span, run: RunState) -> None:
+        self._count(run, "cancelled")
+        logger.debug("run cancelled by the caller (user %s)", run.ctx.user_id)
+        self.tracing.fail(span, "cancelled", "the run was cancelled")
+
+    def guard_refused(self, guard: str, code: str, message: str, *, rewritten: bool) -> None:
+        self.metrics.guard_rejections.labels(guard, code).inc()
+        logger.info(
+            "guard %s refused the %s: %s",
+            guard,
+            "command rewritten by a before_agent_start hook" if rewritten else "run",
+            message,
+        )
+
+    def _count(self, run: RunState, outcome: str) -> None:
+        mode = run.ctx.mode
+        seconds = time.perf_counter() - run.started
+        self.metrics.requests.labels(mode, outcome).inc()
+        self.metrics.request_duration.labels(mode).observe(seconds)
+        self.metrics.react_turns.observe(run.turns)
+        level = logging.WARNING if outcome in _SERVER_SIDE_FAILURES else logging.INFO
+        logger.log(
+            level,
+            "run finished: outcome=%s turns=%d tool_calls=%d duration_ms=%.1f",
+            outcome,
+            run.turns,
+            len(run.records),
+            seconds * 1000,
+        )
+
+    # -- model calls --------------------------------------------------------------------------
+
+    def model_span(self, run: RunState) -> AbstractContextManager[Span]:
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": self._model,
+            "agent_executor.turn": run.turns,
+        }
+        return self.tracing.span(f"chat {self._model}", attributes)
+
+    def first_text(self, run: RunState) -> None:
+        """The run's first text went out: its time to first token."""
+        self.metrics.time_to_first_token.labels(run.ctx.mode).observe(
+            time.perf_counter() - run.started
+        )
+
+    def model_answered(self, span: Span, response: ModelResponse) -> None:
+        usage = response.usage
+        self.tracing.set(
+            span,
+            {
+                "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
+                "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
+                "gen_ai.response.finish_reasons": [response.finish_reason or "unknown"],
+            },
+        )
+
+    def model_failed(self, span: Span, code: ErrorCode, message: str) -> None:
+        if code is ErrorCode.LLM_ERROR:
+            logger.warning("model call failed: %s", message)
+        self.tracing.fail(span, code.value, message)
+
+    def output_blocked(self, span: Span, kind: str, message: str) -> None:
+        """The output guard withheld the answer: a guard rejection, not a hook's."""
+        self.metrics.guard_rejections.labels(OUTPUT_GUARD, ErrorCode.OUTPUT_BLOCKED.value).inc()
+        logger.warning("output guard withheld the answer (%s)", kind)
+        self.tracing.fail(span, ErrorCode.OUTPUT_BLOCKED.value, message)
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    def tool_span(self, call: ToolCall) -> AbstractContextManager[Span]:
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+        }
+        return self.tracing.span(f"execute_tool {call.name}", attributes)
+
+    def tool_finished(self, span: Span, record: ToolCallRecord) -> None:
+        status = record.status
+        self.tracing.set(span, {"agent_executor.tool.status": status})
+        if status != "success":
+            self.tracing.fail(span, status, record.result[:200])
+
+    def tool_counted(self, record: ToolCallRecord, seconds: float) -> None:
+        """A finished (or cancelled) call in the metrics."""
+        label = self.metrics.tool_label(record.tool)
+        self.metrics.tool_calls.labels(label, record.status).inc()
+        self.metrics.tool_duration.labels(label).observe(seconds)
