@@ -33,7 +33,8 @@ _IMPORT_ENV = {
 }
 
 
-def _import_litellm() -> ModuleType:
+def import_litellm() -> ModuleType:
+    """The litellm module, imported once, on first use, with the environment above."""
     global _litellm
     if _litellm is None:
         for name, value in _IMPORT_ENV.items():
@@ -75,11 +76,11 @@ class LiteLLMModel:
 
     def preload(self) -> None:
         """Import litellm now, so the first request does not wait for it."""
-        _import_litellm()
+        import_litellm()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one completion, translating litellm's exceptions into :class:`ModelError`."""
-        litellm = _import_litellm()
+        litellm = import_litellm()
         kwargs: dict[str, Any] = {
             **self._params,
             **request.params,

@@ -1,4 +1,4 @@
-"""Tools the model can call: the :func:`tool` decorator and the :class:`Tool` types.
+"""Python functions as tools: the :func:`tool` decorator and :class:`FunctionTool`.
 
 ``@tool`` turns a sync or async function into a :class:`FunctionTool`: the JSON schema of its
 parameters comes from the type hints (through pydantic, so nested models, enums, ``Optional``,
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar, get_args, get_origin, overload
@@ -21,164 +20,17 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
-from pydantic_core import to_json
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
+from .base import Tool, ToolArgumentsError, decode_arguments
 
-__all__ = [
-    "FrontendTool",
-    "FunctionTool",
-    "Tool",
-    "ToolArgumentsError",
-    "serialize_result",
-    "tool",
-]
+__all__ = ["FunctionTool", "tool"]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ARGS_HEADER_RE = re.compile(r"^(Args|Arguments|Parameters|Params):\s*$")
 _ARG_LINE_RE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX_PARAM_RE = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+):\s*(.*)$")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ToolArgumentsError(ValueError):
-    """The model's arguments for a tool are not valid JSON or do not match its schema."""
-
-
-class Tool:
-    """A tool the model can call: a name, a description, a JSON schema and a way to run it.
-
-    Subclass it for tools that are not Python functions (HTTP endpoints, MCP servers, ...):
-    override :meth:`parse_arguments` and :meth:`invoke`. ``timeout`` (seconds) overrides the
-    executor's ``tool_timeout`` for this tool. ``eager`` marks a read-only, idempotent tool
-    that may start as soon as its arguments are complete in the stream, while the model is
-    still writing; other tools wait for the end of the model's turn. ``requires_approval``
-    pauses the run when the model calls the tool, until a person approves or rejects the call.
-    """
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        description: str,
-        parameters: dict[str, Any],
-        timeout: float | None = None,
-        eager: bool = False,
-        requires_approval: bool = False,
-    ) -> None:
-        if not _NAME_RE.match(name):
-            raise ConfigurationError(
-                f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'"
-            )
-        self.name = name
-        self.description = description
-        self.parameters = parameters
-        self.timeout = timeout
-        self.eager = eager
-        self.requires_approval = requires_approval
-
-    def spec(self) -> dict[str, Any]:
-        """The OpenAI-style function spec offered to the model."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
-    def parse_arguments(self, raw: str) -> dict[str, Any]:
-        """Decode the model's JSON arguments; raise :class:`ToolArgumentsError` if invalid.
-
-        The base class checks the arguments against the top level of ``parameters``: required
-        names present, no others when ``additionalProperties`` is false, JSON types of the
-        declared properties. Subclasses with richer validation override it.
-        """
-        value = _decode(raw)
-        problems = _schema_problems(value, self.parameters)
-        if problems:
-            raise ToolArgumentsError("invalid arguments: " + "; ".join(problems))
-        return value
-
-    async def invoke(self, arguments: dict[str, Any]) -> Any:
-        """Run the tool with arguments returned by :meth:`parse_arguments`."""
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name}>"
-
-
-class FrontendTool(Tool):
-    """A tool the client runs (a browser, a desktop app): declared with a JSON schema, no body.
-
-    When the model calls it, the stream emits ``tool_call`` (call id, tool, arguments) and the
-    run waits, up to ``timeout`` seconds (default 30), for the client to answer through
-    ``AgentExecutor.tool_results.deliver`` (``POST /api/chat/tool-result`` in the service).
-    Only the run's own user may answer. No answer in time gives the call status ``timeout``.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        parameters: dict[str, Any] | None = None,
-        *,
-        timeout: float = 30.0,
-    ) -> None:
-        super().__init__(
-            name=name,
-            description=description,
-            parameters=parameters or {"type": "object", "properties": {}},
-            timeout=timeout,
-        )
-
-    async def invoke(self, arguments: dict[str, Any]) -> Any:
-        """Not called: the executor waits for the client's answer instead."""
-        raise RuntimeError("a frontend tool is run by the client, not by the server")
-
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
-def _decode(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        raise ToolArgumentsError(f"arguments are not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ToolArgumentsError("arguments must be a JSON object")
-    return value
-
-
-def _schema_problems(value: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    """What is wrong with ``value`` at the top level of an object ``schema`` (a light check)."""
-    properties = schema.get("properties") or {}
-    problems = [
-        f"{name}: Field required" for name in schema.get("required", ()) if name not in value
-    ]
-    if schema.get("additionalProperties") is False:
-        problems += [
-            f"{name}: Extra inputs are not permitted" for name in value if name not in properties
-        ]
-    for name, item in value.items():
-        expected = (properties.get(name) or {}).get("type")
-        kinds = [expected] if isinstance(expected, str) else list(expected or ())
-        allowed = tuple(t for kind in kinds for t in _JSON_TYPES.get(kind, ()))
-        if (allowed and not isinstance(item, allowed)) or (
-            isinstance(item, bool) and kinds and not {"boolean"} & set(kinds)
-        ):
-            problems.append(f"{name}: expected {' or '.join(kinds)}")
-    return problems
 
 
 class FunctionTool(Tool):
@@ -213,7 +65,7 @@ class FunctionTool(Tool):
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Decode and validate the arguments with the function's pydantic model."""
-        data = _decode(raw)
+        data = decode_arguments(raw)
         try:
             validated = self._args_model.model_validate(data)
         except ValidationError as exc:
@@ -267,13 +119,6 @@ def tool(
         )
 
     return wrap(function) if function is not None else wrap
-
-
-def serialize_result(value: Any) -> str:
-    """Tool return value → text for the model: str as is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return to_json(value, fallback=repr).decode()
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .approvals import PendingRun
-from .errors import ConfigurationError
-from .messages import Message, UserMessage
+from ..approvals import PendingRun
+from ..errors import ConfigurationError
+from ..messages import Message, UserMessage
 
 __all__ = ["CompactableStore", "ConversationStore", "InMemoryConversationStore"]
 
@@ -42,7 +42,8 @@ class ConversationStore(Protocol):
 
 @runtime_checkable
 class CompactableStore(Protocol):
-    """A store whose history can be compressed in place (see :mod:`agent_executor.compression`).
+    """A store whose history can be compressed in place (see
+    :mod:`agent_executor.memory.compression`).
 
     Optional: a :class:`ConversationStore` that also has ``replace_prefix`` keeps the summaries
     the executor writes; with any other store a compression serves only the run that made it.
