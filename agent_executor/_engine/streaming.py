@@ -191,12 +191,9 @@ async def _consume(
     idle_timeout: float | None,
     output: TurnOutput,
 ) -> None:
-    """Process chunks until the stream ends.
-
-    The idle timeout is a deadline on one cancel scope, pushed forward at most every quarter
-    timeout rather than at every chunk; a stall is detected between ``idle_timeout`` and 1.25
-    times it after the last chunk.
-    """
+    """Process chunks until the stream ends. The idle timeout is a deadline on one cancel
+    scope, pushed forward at most every quarter timeout rather than at every chunk: a stall is
+    detected between ``idle_timeout`` and 1.25 times it after the last chunk."""
     if chunk is None:
         return
     idle = math.inf if idle_timeout is None else idle_timeout
