@@ -102,8 +102,8 @@ async def drive(variant: str, base_url: str, tokens: int, service_url: str | Non
     await client.setup(base_url, 10, job)
     try:
         for i in range(WARMUP):
-            await worker._checked_run(client, f"warm{i}", 20, 0)
-        await worker._checked_run(client, "measured", tokens, 0)
+            await worker.checked_run(client, f"warm{i}", 20, 0)
+        await worker.checked_run(client, "measured", tokens, 0)
     finally:
         await client.close()
 
