@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import orjson
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_executor import (
     AgentCommand,
@@ -37,9 +37,8 @@ from agent_executor import (
 )
 
 from .errors import STATUS_BY_CODE, openai_error, status_for
-from .routes import caller_headers, caller_id, client_address, stream_events
-from .schemas import describe_validation_error
-from .state import AGENTS, REQUEST_ID, STATE
+from .request import Caller, json_object, shutdown_refusal, validated
+from .state import AGENTS, STATE
 
 __all__ = ["add_openai_routes"]
 
@@ -107,12 +106,12 @@ async def models(request: web.Request) -> web.Response:
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     """Run an agent for an OpenAI chat completion request."""
-    parsed = await _parse(request)
+    caller = Caller.of(request)
+    parsed = await _parse(request, caller)
     if isinstance(parsed, web.Response):
         return parsed
     body, command = parsed
-    agents = request.app[AGENTS]
-    executor = agents.get(None if body.model == "default" else body.model)
+    executor = request.app[AGENTS].get(None if body.model == "default" else body.model)
     if executor is None:
         return openai_error(
             404,
@@ -120,25 +119,15 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             code="model_not_found",
             param="model",
         )
-    request_id = request[REQUEST_ID]
-    if request.app[STATE].shutting_down:
-        return openai_error(503, "the server is shutting down", **{"Retry-After": "5"})
+    refusal = shutdown_refusal(request, openai_error)
+    if refusal is not None:
+        return refusal
     if not body.stream:
-        result = await executor.execute(
-            command,
-            request_id=request_id,
-            client_address=client_address(request),
-            request_headers=caller_headers(request),
-        )
+        result = await caller.run(executor, command)
         if result.error is not None:
             return _run_error(result.error)
-        return web.json_response(_completion(request_id, body.model, result))
-    events = executor.execute_stream(
-        command,
-        request_id=request_id,
-        client_address=client_address(request),
-        request_headers=caller_headers(request),
-    )
+        return web.json_response(_completion(caller.request_id, body.model, result))
+    events = caller.stream(executor, command)
     first = await anext(events, None)
     if isinstance(first, ErrorEvent):
         await events.aclose()
@@ -146,21 +135,19 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             ErrorInfo(code=first.code, message=first.message, retry_after=first.retry_after)
         )
     include_usage = bool((body.stream_options or {}).get("include_usage"))
-    encoder = ChunkEncoder(request_id, body.model, include_usage)
-    return await stream_events(request, events, encoder, first)
+    encoder = ChunkEncoder(caller.request_id, body.model, include_usage)
+    return await request.app[STATE].streams.respond(request, events, encoder, first)
 
 
-async def _parse(request: web.Request) -> tuple[ChatCompletionRequest, AgentCommand] | web.Response:
-    try:
-        data = orjson.loads(await request.read())
-    except orjson.JSONDecodeError as exc:
-        return openai_error(400, f"the body is not valid JSON: {exc}")
-    if not isinstance(data, dict):
-        return openai_error(400, "the body must be a JSON object")
-    try:
-        body = ChatCompletionRequest.model_validate(data)
-    except ValidationError as exc:
-        return openai_error(400, describe_validation_error(exc))
+async def _parse(
+    request: web.Request, caller: Caller
+) -> tuple[ChatCompletionRequest, AgentCommand] | web.Response:
+    data = await json_object(request, openai_error, orjson.loads)
+    if isinstance(data, web.Response):
+        return data
+    body = validated(ChatCompletionRequest, data, openai_error)
+    if isinstance(body, web.Response):
+        return body
     if body.tools or body.functions:
         return openai_error(
             400,
@@ -170,13 +157,13 @@ async def _parse(request: web.Request) -> tuple[ChatCompletionRequest, AgentComm
     if body.n != 1:
         return openai_error(400, "only n=1 is supported", param="n")
     try:
-        command = _command(request, body)
+        command = _command(caller, body)
     except ValueError as exc:
         return openai_error(400, str(exc), param="messages")
     return body, command
 
 
-def _command(request: web.Request, body: ChatCompletionRequest) -> AgentCommand:
+def _command(caller: Caller, body: ChatCompletionRequest) -> AgentCommand:
     *history, last = body.messages
     if last.role != "user" or not last.text().strip():
         raise ValueError("the last message must be a non-empty user message")
@@ -202,7 +189,7 @@ def _command(request: web.Request, body: ChatCompletionRequest) -> AgentCommand:
     }
     return AgentCommand(
         user_prompt=last.text(),
-        user_id=caller_id(request, body.user),
+        user_id=caller.user_id(body.user),
         messages=messages,
         model_params=params,
     )

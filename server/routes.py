@@ -2,62 +2,31 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import ipaddress
-import json
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from aiohttp import web
-from multidict import CIMultiDict, CIMultiDictProxy
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import ValidationError
 
 from agent_executor import (
     AgentCommand,
-    AgentEvent,
     AgentExecutor,
     AgentSelectedEvent,
     ConfigurationError,
-    DoneEvent,
-    ErrorEvent,
-    EventStream,
     StoreUnavailable,
 )
 from agent_executor.tool_results import Delivery
 
 from .errors import json_error, status_for
-from .schemas import (
-    ChatRequest,
-    HealthData,
-    HealthResponse,
-    ToolResultRequest,
-    describe_validation_error,
-    openapi_document,
-)
-from .sse import SSE_HEADERS, AgentEventEncoder, EventEncoder, SSEWriter
-from .state import (
-    AGENTS,
-    AUTH_USER,
-    REQUEST_ID,
-    SETTINGS,
-    STATE,
-    STATIC_DIR,
-    TRUSTED_PROXIES,
-    ServiceState,
-)
+from .request import Caller, json_object, query_object, shutdown_refusal, validated
+from .schemas import ChatRequest, HealthData, HealthResponse, ToolResultRequest, openapi_document
+from .sse import AgentEventEncoder
+from .state import AGENTS, STATE, STATIC_DIR
 
-__all__ = [
-    "PUBLIC_HANDLERS",
-    "add_routes",
-    "caller_headers",
-    "caller_id",
-    "client_address",
-    "stream_events",
-]
+__all__ = ["PUBLIC_HANDLERS", "add_routes"]
 
 _openapi_cache: dict[str, Any] = {}
 
@@ -77,102 +46,36 @@ def add_routes(app: web.Application) -> None:
 
 async def chat_stream(request: web.Request) -> web.StreamResponse:
     """Run an agent and stream its events as SSE (POST with a JSON body, or GET with a query)."""
-    parsed = await _parse(request)
+    caller = Caller.of(request)
+    parsed = await _parse(request, caller)
     if isinstance(parsed, web.Response):
         return parsed
     chat_request, executor, command, selection = parsed
-    if request.app[STATE].shutting_down:
-        return json_error(503, "the server is shutting down", **{"Retry-After": "5"})
-    events = executor.execute_stream(
-        command,
-        request_id=request[REQUEST_ID],
-        client_address=client_address(request),
-        request_headers=caller_headers(request),
-    )
+    refusal = shutdown_refusal(request, json_error)
+    if refusal is not None:
+        return refusal
+    events = caller.stream(executor, command)
     encoder = AgentEventEncoder(chat_request.events)
     agent = executor.name
-    del parsed, chat_request, executor, command  # not held for as long as the stream is open
-    return await stream_events(request, events, encoder, selection, agent=agent)
-
-
-async def stream_events(
-    request: web.Request,
-    events: EventStream,
-    encoder: EventEncoder,
-    first: AgentEvent | None = None,
-    *,
-    agent: str | None = None,
-) -> web.StreamResponse:
-    """Answer ``request`` with ``events`` as SSE: heartbeats, disconnects, shutdown included.
-
-    ``first`` is sent before ``events`` (one already taken from them to decide the HTTP status
-    by it, or the router's pick); ``agent`` names the agent in an ``X-Agent`` header.
-    """
-    state, settings = request.app[STATE], request.app[SETTINGS]
-    headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
-    if agent is not None:
-        headers["X-Agent"] = agent
-    response = web.StreamResponse(headers=headers)
-    try:
-        # The run gets two turns of the event loop before the headers are written, so its
-        # model request is normally on its way first.
-        events.start()
-        await asyncio.sleep(0)  # the run: guards, then its model request
-        await asyncio.sleep(0)  # aiohttp before Python 3.12 writes a request body in a task
-        await response.prepare(request)
-    except BaseException:
-        await events.aclose()
-        raise
-    writer = SSEWriter(
-        request, response, encoder, settings.heartbeat_seconds, settings.write_timeout_seconds
+    # Not held for as long as the stream is open:
+    del parsed, caller, chat_request, executor, command
+    return await request.app[STATE].streams.respond(
+        request, events, encoder, selection, agent=agent
     )
-    started = time.perf_counter()
-    _opened(state, writer)
-    try:
-        if first is not None:
-            await writer.send(first)
-        await writer.pump(events)
-        if writer.stopped and not writer.done_sent and not writer.disconnected:
-            await writer.send(ErrorEvent(code="overloaded", message="the server is shutting down"))
-            duration_ms = round((time.perf_counter() - started) * 1000, 3)
-            await writer.send(DoneEvent("error", None, [], duration_ms))
-    except ConnectionResetError:
-        writer.disconnected = True
-    finally:
-        await events.aclose()
-        _closed(state, writer)
-    return response
-
-
-def _opened(state: ServiceState, writer: SSEWriter) -> None:
-    state.streams.add(writer)
-    state.streams_idle.clear()
-    state.metrics.sse_streams_active.inc()
-
-
-def _closed(state: ServiceState, writer: SSEWriter) -> None:
-    state.metrics.sse_streams_active.dec()
-    if not writer.done_sent and not writer.stopped:
-        state.metrics.sse_disconnects.inc()
-    state.streams.discard(writer)
-    if not state.streams:
-        state.streams_idle.set()
 
 
 async def chat(request: web.Request) -> web.Response:
     """Run an agent and answer with its ``AgentResult`` (status from the error code)."""
-
-    parsed = await _parse(request)
+    caller = Caller.of(request)
+    parsed = await _parse(request, caller)
     if isinstance(parsed, web.Response):
         return parsed
     _, executor, command, _ = parsed
-    result = await executor.execute(
-        command,
-        request_id=request[REQUEST_ID],
-        client_address=client_address(request),
-        request_headers=caller_headers(request),
-    )
-    headers = {"X-Request-Id": request[REQUEST_ID], "X-Agent": executor.name}
+    refusal = shutdown_refusal(request, json_error)
+    if refusal is not None:
+        return refusal
+    result = await caller.run(executor, command)
+    headers = {"X-Request-Id": caller.request_id, "X-Agent": executor.name}
     if result.error is not None and result.error.retry_after is not None:
         headers["Retry-After"] = str(math.ceil(result.error.retry_after))
     return web.Response(
@@ -189,14 +92,13 @@ async def tool_result(request: web.Request) -> web.Response:
     404 for an unknown, expired or someone else's call (without saying which), 409 for a call
     already answered; either way nothing changes.
     """
-    data = await _body(request)
+    data = await json_object(request)
     if isinstance(data, web.Response):
         return data
-    try:
-        answer = ToolResultRequest.model_validate(data)
-    except ValidationError as exc:
-        return json_error(400, describe_validation_error(exc))
-    user_id = caller_id(request, answer.user_id)
+    answer = validated(ToolResultRequest, data)
+    if isinstance(answer, web.Response):
+        return answer
+    user_id = Caller.of(request).user_id(answer.user_id)
     agents = request.app[AGENTS].agents
     names = [answer.agent] if answer.agent else list(agents)
     outcome: Delivery = "unknown"
@@ -222,7 +124,7 @@ async def delete_session(request: web.Request) -> web.Response:
     paused for approval). The owner is the API key's user, else ``X-User-Id`` or ``user_id``
     in the query; another user's session of the same id is untouched (404)."""
     session_id = request.match_info["session_id"]
-    user_id = caller_id(request, request.query.get("user_id") or None)
+    user_id = Caller.of(request).user_id(request.query.get("user_id") or None)
     if not 0 < len(session_id) <= 256 or (user_id is not None and len(user_id) > 256):
         return json_error(400, "session_id and user_id must be 1 to 256 characters")
     deleted = False
@@ -271,12 +173,6 @@ async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
 
-def caller_id(request: web.Request, given: str | None) -> str | None:
-    """Whose request this is: the API key's user, else ``X-User-Id``, else the id the request
-    itself gives (without API keys requests are not authenticated)."""
-    return request.get(AUTH_USER) or request.headers.get("X-User-Id") or given
-
-
 _T = TypeVar("_T")
 
 
@@ -286,104 +182,23 @@ def _distinct(parts: Iterable[_T]) -> list[_T]:
 
 
 async def _parse(
-    request: web.Request,
+    request: web.Request, caller: Caller
 ) -> tuple[ChatRequest, AgentExecutor, AgentCommand, AgentSelectedEvent | None] | web.Response:
     """Validate a chat request and pick its agent; a 400 ``{"error": ...}`` response if anything
     is wrong. The agent is the one named, the one whose run a resume continues, or the router's
     pick (then announced by the returned event)."""
-
-    data = _query(request) if request.method == "GET" else await _body(request)
+    data = query_object(request) if request.method == "GET" else await json_object(request)
     if isinstance(data, web.Response):
         return data
+    chat_request = validated(ChatRequest, data)
+    if isinstance(chat_request, web.Response):
+        return chat_request
+    command = chat_request.to_command(caller.user_id(chat_request.user_id))
     try:
-        chat_request = ChatRequest.model_validate(data)
-    except ValidationError as exc:
-        return json_error(400, describe_validation_error(exc))
-    agents = request.app[AGENTS]
-    command = chat_request.to_command(caller_id(request, chat_request.user_id))
-    try:
-        executor, selection = await agents.resolve(command, chat_request.agent)
+        executor, selection = await request.app[AGENTS].resolve(command, chat_request.agent)
     except ConfigurationError as exc:
         return json_error(400, str(exc))
     return chat_request, executor, command, selection
-
-
-def _query(request: web.Request) -> dict[str, Any] | web.Response:
-    query = request.query
-    repeated = sorted({key for key in query if len(query.getall(key)) > 1})
-    if repeated:
-        return json_error(400, f"query parameters given more than once: {', '.join(repeated)}")
-    data: dict[str, Any] = dict(query)
-    if "metadata" in data:
-        try:
-            data["metadata"] = json.loads(data["metadata"])
-        except (ValueError, RecursionError):
-            return json_error(400, "metadata: must be a JSON object")
-    return data
-
-
-async def _body(request: web.Request) -> dict[str, Any] | web.Response:
-    raw = await request.read()
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return json_error(400, f"the body is not valid JSON: {exc}")
-    except RecursionError:
-        return json_error(400, "the body is not valid JSON: it is nested too deeply")
-    if not isinstance(data, dict):
-        return json_error(400, "the body must be a JSON object")
-    return data
-
-
-def caller_headers(request: web.Request) -> Mapping[str, str]:
-    """The request's headers as tools see them (:func:`current_run_context`).
-
-    When the caller authenticated with one of this service's API keys, ``Authorization`` carries
-    that key: it is dropped so no tool (a ``RestTool`` allowlisting ``Authorization``, say) can
-    pass the service's own credential on to another host.
-    """
-    if AUTH_USER not in request:
-        return request.headers
-    headers = CIMultiDict(request.headers)
-    headers.popall("Authorization", None)
-    return CIMultiDictProxy(headers)
-
-
-def client_address(request: web.Request) -> str | None:
-    """The client's address: the connection's peer, or, when the peer is a trusted proxy, the
-    nearest untrusted address in ``X-Forwarded-For`` (read from the right)."""
-    peer = request.remote
-    trusted = request.app[TRUSTED_PROXIES]
-    if not trusted or peer is None or not _is_trusted(peer, trusted):
-        return peer
-    chain = [
-        part.strip()
-        for value in request.headers.getall("X-Forwarded-For", [])
-        for part in value.split(",")
-        if part.strip()
-    ]
-    for address in reversed(chain):
-        if not _is_trusted(address, trusted):
-            return address if _is_ip(address) else peer
-    return chain[0] if chain and _is_ip(chain[0]) else peer
-
-
-def _is_trusted(
-    address: str, networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
-) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(ip in network for network in networks)
-
-
-def _is_ip(address: str) -> bool:
-    try:
-        ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return True
 
 
 PUBLIC_HANDLERS: frozenset[Callable[[web.Request], Awaitable[web.StreamResponse]]] = frozenset(

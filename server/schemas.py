@@ -16,8 +16,8 @@ from agent_executor import (
     Message,
     SystemMessage,
     UserMessage,
+    __version__,
 )
-from agent_executor._version import __version__
 
 __all__ = [
     "ChatMessage",
@@ -247,7 +247,10 @@ def openapi_document() -> dict[str, Any]:
         "429": failed_run("Rate limited (rate_limited); see Retry-After"),
         "500": failed_run("Internal error", or_error=True),
         "502": failed_run("The model failed (llm_error)"),
-        "503": failed_run("No capacity (overloaded)"),
+        "503": failed_run(
+            "No capacity (overloaded), or the server is shutting down ({error: str})",
+            or_error=True,
+        ),
         "504": failed_run("The run did not finish in time (timeout)"),
     }
     chat_body = {"required": True, "content": {"application/json": {"schema": ref("ChatRequest")}}}

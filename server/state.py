@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import time
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from agent_executor.metrics import Metrics
 
 from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings
-from .sse import SSEWriter, StreamMonitor
+from .sse import Streams
 
 __all__ = [
     "AGENTS",
@@ -36,15 +35,8 @@ class ServiceState:
     """What the running service tracks: start time, metrics and the open streams."""
 
     metrics: Metrics
-    monitor: StreamMonitor
+    streams: Streams
     started_monotonic: float = field(default_factory=time.monotonic)
-    streams_idle: asyncio.Event = field(default_factory=asyncio.Event)
-    shutting_down: bool = False
-
-    @property
-    def streams(self) -> set[SSEWriter]:
-        """The open streams (the monitor's set)."""
-        return self.monitor.writers
 
 
 TRUSTED_PROXIES = web.AppKey(

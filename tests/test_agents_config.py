@@ -15,7 +15,7 @@ import pytest
 
 from agent_executor import AgentCommand, AgentRouter, DemoModel, ModelRouter
 from server import Settings
-from server.cli import CliError, _build_agents, build_parser
+from server.cli import CliError, ServeConfig, build_parser, build_service
 
 from .fakes.openai_server import FakeOpenAIServer, Stream, text_stream
 from .server_helpers import ROOT, service_process
@@ -53,7 +53,9 @@ def build(
 ) -> tuple[Settings, AgentRouter]:
     path = write(tmp_path / "agents.json", config)
     args = build_parser().parse_args(["serve", "--agents", path, *flags])
-    return _build_agents(args, env or {})
+    service = build_service(ServeConfig.from_args(args, env or {}))
+    assert isinstance(service.agents, AgentRouter)
+    return service.settings, service.agents
 
 
 def test_the_file_and_the_flags_build_the_agents(tmp_path: Path) -> None:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
 import pytest
 
-from agent_executor import InMemoryConversationStore, ToolCall
+from agent_executor import AgentExecutor, InMemoryConversationStore, ToolCall
 from agent_executor.approvals import ApprovalSigner
-from server.cli import CliError, _api_keys, _build, build_parser
+from server import Settings
+from server.cli import CliError, ServeConfig, build_parser, build_service
 
 from .server_helpers import ROOT, service_process
 
@@ -138,6 +141,12 @@ def test_python_dash_m_server_and_the_console_script_share_flags() -> None:
         assert flag in out
 
 
+def _build(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, AgentExecutor]:
+    service = build_service(ServeConfig.from_args(args, env))
+    assert isinstance(service.agents, AgentExecutor)
+    return service.settings, service.agents
+
+
 def test_flags_win_over_environment() -> None:
     args = build_parser().parse_args(["serve", "--port", "9001", "--model", "demo"])
     settings, executor = _build(args, {"PORT": "9002", "HOST": "0.0.0.0", "LLM_MODEL": "gpt-x"})
@@ -218,10 +227,15 @@ def test_api_keys_file_format(tmp_path: Path) -> None:
     path = tmp_path / "keys"
     path.write_text("# team keys\nalice = k1\n\nbob=k2\n", encoding="utf-8")
 
-    assert _api_keys(str(path), None) == {"k1": "alice", "k2": "bob"}
-    assert _api_keys(None, "carol=k3") == {"k3": "carol"}
+    parser = build_parser()
+
+    def api_keys(argv: list[str], env: dict[str, str]) -> Mapping[str, str]:
+        return ServeConfig.from_args(parser.parse_args(["serve", *argv]), env).api_keys
+
+    assert api_keys(["--api-keys-file", str(path)], {}) == {"k1": "alice", "k2": "bob"}
+    assert api_keys([], {"AGENT_API_KEYS": "carol=k3"}) == {"k3": "carol"}
     with pytest.raises(CliError, match="line 1: expected user_id=key"):
-        _api_keys(None, "just-a-key")
+        api_keys([], {"AGENT_API_KEYS": "just-a-key"})
 
 
 def test_tools_modules_are_imported(tmp_path: Path) -> None:

@@ -1,172 +1,31 @@
-"""All Server-Sent Events framing, and the writer that streams a run to one client.
+"""The open Server-Sent Event streams of one app: the writer that streams a run to one
+client, the monitor that watches them all, and the bookkeeping from a stream's first byte to
+its drain at shutdown.
 
-Framing follows the WHATWG event-stream rules: each event has an ``id:``, an ``event:`` (the
-event type) and one ``data:`` line per line of its data, so text containing line breaks comes
-back intact (CR and CRLF arrive as LF, as the format defines; ``json`` mode escapes them, so
-every character survives). An idle stream gets a ``:`` comment as a heartbeat.
+Everything about a stream's lifetime lives here, so the endpoints only say which events to send
+and how to encode them (:meth:`Streams.respond`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import Any, Literal, Protocol
 
 import anyio
-import orjson
 from aiohttp import web
 
-from agent_executor import (
-    AgentEvent,
-    AgentSelectedEvent,
-    ApprovalRequiredEvent,
-    DoneEvent,
-    ErrorEvent,
-    MessageEvent,
-    ReasoningEvent,
-    ToolCallEvent,
-    ToolEndEvent,
-    ToolStartEvent,
-)
+from agent_executor import AgentEvent, DoneEvent, ErrorEvent, EventStream
+from agent_executor.metrics import Metrics
 
-from .keys import REQUEST_ID
+from ..keys import REQUEST_ID
+from .framing import HEARTBEAT, SSE_HEADERS, EventEncoder
 
-__all__ = [
-    "HEARTBEAT",
-    "SSE_HEADERS",
-    "AgentEventEncoder",
-    "EventEncoder",
-    "EventMode",
-    "SSEWriter",
-    "StreamMonitor",
-    "encode_data",
-    "frame",
-]
+__all__ = ["SSEWriter", "StreamMonitor", "Streams"]
 
 logger = logging.getLogger("server.sse")
-
-EventMode = Literal["text", "json"]
-
-SSE_HEADERS = {
-    "Content-Type": "text/event-stream",
-    "Cache-Control": "no-cache",
-    "X-Accel-Buffering": "no",
-    "Connection": "keep-alive",
-}
-HEARTBEAT = b": heartbeat\n\n"
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def frame(event: str, data: str, event_id: int) -> bytes:
-    """One event on the wire: ``id``, ``event`` and a ``data:`` line per line of ``data``."""
-    if "\n" in data or "\r" in data:
-        data = "\ndata: ".join(_LINE_BREAK.split(data))
-    text = f"id: {event_id}\nevent: {event}\ndata: {data}\n\n"
-    return text.encode("utf-8", "replace")
-
-
-def encode_data(event: AgentEvent, mode: EventMode) -> str:
-    """The ``data`` of an event in ``text`` or ``json`` mode (SPEC section 3).
-
-    ``tool_call`` and ``approval_required`` carry JSON in both modes: a client has to act on
-    their call id, arguments and token, which a bare name would not give it. ``reasoning``
-    carries JSON too, so that no client can take the model's thinking for its answer text.
-    """
-    if mode == "text":
-        if isinstance(event, MessageEvent):
-            return event.text
-        if isinstance(event, (ToolStartEvent, ToolEndEvent)):
-            return event.tool
-        if isinstance(event, ErrorEvent):
-            return event.message
-        if not isinstance(event, (ToolCallEvent, ApprovalRequiredEvent, ReasoningEvent)):
-            return ""
-    fields = _json_fields(event)
-    try:
-        return orjson.dumps(fields, default=_default).decode()
-    except TypeError:  # e.g. lone surrogates, which orjson refuses; json escapes them
-        return json.dumps(fields, separators=(",", ":"), default=_default)
-
-
-def _json_fields(event: AgentEvent) -> dict[str, Any]:
-    if isinstance(event, (MessageEvent, ReasoningEvent)):
-        return {"text": event.text}
-    if isinstance(event, ToolStartEvent):
-        return {"tool": event.tool, "call_id": event.call_id, "arguments": event.arguments}
-    if isinstance(event, ToolEndEvent):
-        return {
-            "tool": event.tool,
-            "call_id": event.call_id,
-            "status": event.status,
-            "duration_ms": event.duration_ms,
-        }
-    if isinstance(event, ErrorEvent):
-        fields: dict[str, Any] = {"code": event.code, "message": event.message}
-        if event.retry_after is not None:
-            fields["retry_after"] = event.retry_after
-        return fields
-    if isinstance(event, ToolCallEvent):
-        return {"call_id": event.call_id, "tool": event.tool, "arguments": event.arguments}
-    if isinstance(event, ApprovalRequiredEvent):
-        return {
-            "call_id": event.call_id,
-            "tool": event.tool,
-            "arguments": event.arguments,
-            "approval_token": event.approval_token,
-        }
-    if isinstance(event, AgentSelectedEvent):
-        return {"agent": event.agent, "selected_by": event.selected_by, "detail": event.detail}
-    done: dict[str, Any] = {
-        "finish_reason": event.finish_reason,
-        "usage": event.usage.model_dump() if event.usage else None,
-        "tool_calls": [record.model_dump(mode="json") for record in event.tool_calls],
-        "duration_ms": event.duration_ms,
-        "output": event.output,
-    }
-    if event.pending_approvals:
-        done["pending_approvals"] = [p.model_dump(mode="json") for p in event.pending_approvals]
-    return done
-
-
-def _default(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json")
-    return repr(value)
-
-
-class EventEncoder(Protocol):
-    """Turns one event into the bytes of its SSE frame(s); one encoder per stream."""
-
-    def encode(self, event: AgentEvent) -> bytes: ...
-
-
-class AgentEventEncoder:
-    """The service's own framing (SPEC section 3): ``id``, ``event``, ``data`` in ``text`` or
-    ``json`` mode."""
-
-    __slots__ = ("_mode", "_next_id")
-
-    def __init__(self, mode: EventMode) -> None:
-        self._mode = mode
-        self._next_id = 1
-
-    def encode(self, event: AgentEvent) -> bytes:
-        event_id = self._next_id
-        self._next_id = event_id + 1
-        if self._mode == "text":
-            if type(event) is MessageEvent:
-                return frame("message", event.text, event_id)
-            if type(event) is AgentSelectedEvent:
-                self._next_id = event_id
-                return b""
-        return frame(event.type, encode_data(event, self._mode), event_id)
 
 
 class SSEWriter:
@@ -325,3 +184,121 @@ class StreamMonitor:
             now = time.monotonic()
             for writer in list(self.writers):
                 writer.check(now)
+
+
+class Streams:
+    """Every open stream of one app, and what happens to them at shutdown.
+
+    :meth:`respond` answers a request with a run's events (heartbeats, vanished clients, slow
+    readers and shutdown included) and counts the stream in the metrics while it is open;
+    :meth:`drain` ends them all when the app shuts down. One :class:`StreamMonitor` task
+    watches them, started and stopped with the app (:meth:`start`, :meth:`close`).
+    """
+
+    def __init__(
+        self, metrics: Metrics, *, heartbeat_seconds: float, write_timeout_seconds: float
+    ) -> None:
+        self._metrics = metrics
+        self._heartbeat = heartbeat_seconds
+        self._write_timeout = write_timeout_seconds
+        self.monitor = StreamMonitor(min(heartbeat_seconds, write_timeout_seconds / 2, 1.0))
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.shutting_down = False
+        """Set once the app shuts down: new runs are refused (503)."""
+
+    @property
+    def open(self) -> set[SSEWriter]:
+        """The open streams (the monitor's set)."""
+        return self.monitor.writers
+
+    def start(self) -> None:
+        """Start the monitor (on the app's startup)."""
+        self.monitor.start()
+
+    async def close(self) -> None:
+        """Stop the monitor (on the app's cleanup)."""
+        await self.monitor.stop()
+
+    async def respond(
+        self,
+        request: web.Request,
+        events: EventStream,
+        encoder: EventEncoder,
+        first: AgentEvent | None = None,
+        *,
+        agent: str | None = None,
+    ) -> web.StreamResponse:
+        """Answer ``request`` with ``events`` as SSE: heartbeats, disconnects, shutdown included.
+
+        ``first`` is sent before ``events`` (one already taken from them to decide the HTTP
+        status by it, or the router's pick); ``agent`` names the agent in an ``X-Agent`` header.
+        """
+        headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
+        if agent is not None:
+            headers["X-Agent"] = agent
+        response = web.StreamResponse(headers=headers)
+        try:
+            # The run gets two turns of the event loop before the headers are written, so its
+            # model request is normally on its way first.
+            events.start()
+            await asyncio.sleep(0)  # the run: guards, then its model request
+            await asyncio.sleep(0)  # aiohttp before Python 3.12 writes a request body in a task
+            await response.prepare(request)
+        except BaseException:
+            await events.aclose()
+            raise
+        writer = SSEWriter(request, response, encoder, self._heartbeat, self._write_timeout)
+        self._opened(writer)
+        try:
+            await self._stream(writer, events, first)
+        except ConnectionResetError:
+            writer.disconnected = True
+        finally:
+            await events.aclose()
+            self._closed(writer)
+        return response
+
+    async def drain(self, grace_seconds: float) -> None:
+        """On shutdown: refuse new runs, let open streams finish for ``grace_seconds``, then
+        end them (each with an ``overloaded`` error and its ``done``)."""
+        self.shutting_down = True
+        if not self.open:
+            return
+        logger.info(
+            "shutting down: waiting up to %.0f s for %d open streams",
+            grace_seconds,
+            len(self.open),
+        )
+        with anyio.move_on_after(grace_seconds):
+            await self.idle.wait()
+        for writer in list(self.open):
+            writer.stop()
+        with anyio.move_on_after(5):
+            await self.idle.wait()
+        if self.open:
+            logger.warning("%d streams did not end at shutdown", len(self.open))
+
+    @staticmethod
+    async def _stream(writer: SSEWriter, events: EventStream, first: AgentEvent | None) -> None:
+        started = time.perf_counter()
+        if first is not None:
+            await writer.send(first)
+        await writer.pump(events)
+        if writer.stopped and not writer.done_sent and not writer.disconnected:
+            await writer.send(ErrorEvent(code="overloaded", message="the server is shutting down"))
+            duration_ms = round((time.perf_counter() - started) * 1000, 3)
+            await writer.send(DoneEvent("error", None, [], duration_ms))
+
+    def _opened(self, writer: SSEWriter) -> None:
+        self.open.add(writer)
+        self.idle.clear()
+        self._metrics.sse_streams_active.inc()
+
+    def _closed(self, writer: SSEWriter) -> None:
+        self._metrics.sse_streams_active.dec()
+        if not writer.done_sent and not writer.stopped:
+            self._metrics.sse_disconnects.inc()
+        self.open.discard(writer)
+        if not self.open:
+            self.idle.set()

@@ -1,0 +1,178 @@
+"""``build_service``: the agents, settings and app a :class:`ServeConfig` describes.
+
+One agent, or those of an ``--agents`` file behind an :class:`AgentRouter`. With no model
+configured they run on the offline ``DemoModel``; without tools the single agent gets the demo
+tools. MCP servers' tools need a running event loop: :func:`build_service_with_mcp`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from agent_executor import AgentExecutor, AgentRouter, ChatModel, ConfigurationError, ModelRouter
+from agent_executor.demo_tools import DEMO_TOOLS
+from agent_executor.tools import Tool
+
+from ..app import create_app
+from ..settings import Settings
+from .agents_file import AgentsFile
+from .config import ServeConfig
+from .errors import CliError
+from .parts import SharedParts, chat_model, shared_parts
+from .tools import agent_tools, load_tools
+
+if TYPE_CHECKING:
+    from agent_executor.mcp import MCPConfig
+
+__all__ = ["Service", "build_service", "build_service_with_mcp"]
+
+
+@dataclass(frozen=True)
+class Service:
+    """A built service: its settings, its agent (or agents behind a router) and the app
+    serving them (not yet running)."""
+
+    settings: Settings
+    agents: AgentExecutor | AgentRouter
+    app: web.Application
+
+
+def build_service(config: ServeConfig, mcp_tools: Sequence[Tool] = ()) -> Service:
+    """The service of ``config`` (:class:`CliError` for a configuration problem).
+
+    ``mcp_tools`` go to the single agent, or to the agents of the ``--agents`` file that have
+    ``"mcp": true``.
+    """
+    settings = config.settings()
+    return _assemble(config, settings, _OwnTools.load(config), mcp_tools)
+
+
+async def build_service_with_mcp(config: ServeConfig, mcp: MCPConfig) -> Service:
+    """:func:`build_service` with the tools of the MCP servers of ``mcp``, built inside the
+    service's event loop once they are connected.
+
+    The toolset stays open for the app's lifetime and is closed on cleanup (after the streams
+    have drained), which stops every stdio server process.
+    """
+    from agent_executor.mcp import MCPToolset
+
+    own = _OwnTools.load(config)
+    toolset = await MCPToolset.start(mcp, reserved_names=sorted(own.reserved))
+    try:
+        service = _assemble(config, config.settings(), own, toolset.tools)
+    except BaseException:
+        await toolset.aclose()
+        raise
+
+    async def close_mcp(_app: web.Application) -> None:
+        await toolset.aclose()
+
+    service.app.on_cleanup.append(close_mcp)
+    return service
+
+
+@dataclass(frozen=True)
+class _OwnTools:
+    """The tools of modules, loaded before anything starts: the single agent's (``None``:
+    none configured), or each agent's of the ``--agents`` file; ``reserved``: the names MCP
+    tools may not take (those of the agents that get MCP tools)."""
+
+    single: list[Tool] | None
+    per_agent: Mapping[str, list[Tool]]
+    reserved: frozenset[str]
+
+    @classmethod
+    def load(cls, config: ServeConfig) -> _OwnTools:
+        if config.agents is None:
+            modules = config.tool_modules
+            single = load_tools(modules) if modules is not None else None
+            return cls(single, {}, frozenset(tool.name for tool in single or ()))
+        per_agent = agent_tools(config.agents, config.tool_modules or ())
+        with_mcp = [name for name, agent in config.agents.agents.items() if agent.mcp]
+        reserved = frozenset(tool.name for name in with_mcp for tool in per_agent[name])
+        return cls(None, per_agent, reserved)
+
+
+def _assemble(
+    config: ServeConfig, settings: Settings, own: _OwnTools, mcp_tools: Sequence[Tool]
+) -> Service:
+    agents: AgentExecutor | AgentRouter
+    if config.agents is not None:
+        agents = _agent_router(config, config.agents, own.per_agent, mcp_tools)
+    else:
+        tools = [*(own.single or ()), *mcp_tools]
+        if own.single is None and not config.mcp_config:
+            tools = list(DEMO_TOOLS)
+        shared = shared_parts(config)
+        agents = _executor(config, shared, chat_model(config), tools)
+    return Service(settings, agents, create_app(agents, settings))
+
+
+def _executor(
+    config: ServeConfig,
+    shared: SharedParts,
+    model: ChatModel,
+    tools: Sequence[Tool],
+    *,
+    name: str | None = None,
+    system_prompt: str | None = None,
+    description: str = "",
+) -> AgentExecutor:
+    """One agent (``name``: one of ``--agents``) with the configured limits and the shared
+    parts."""
+    return AgentExecutor(
+        model=model,
+        tools=tools,
+        guards=shared.guards,
+        output_guard=shared.output_guard,
+        system_prompt=config.system_prompt if system_prompt is None else system_prompt,
+        max_concurrency=config.max_concurrency,
+        request_timeout=config.request_timeout,
+        max_tool_calls=config.max_tool_calls,
+        approval_secret=shared.approval_secret,
+        memory=shared.memory(name),
+        tool_results=shared.tool_results,
+        history_compressor=shared.compressor(model),
+        name=name or "default",
+        description=description,
+        reasoning_events=config.reasoning_events,
+    )
+
+
+def _agent_router(
+    config: ServeConfig,
+    agents_file: AgentsFile,
+    own_tools: Mapping[str, Sequence[Tool]],
+    mcp_tools: Sequence[Tool],
+) -> AgentRouter:
+    """One executor per agent, all sharing the :class:`SharedParts` and the limits."""
+    shared = shared_parts(config)
+    executors: dict[str, AgentExecutor] = {}
+    for name, agent in agents_file.agents.items():
+        what = f"agent {name!r}"
+        model = chat_model(config, agent.model, agent.api_base, agent.api_key)
+        tools = [*own_tools[name], *(mcp_tools if agent.mcp else ())]
+        try:
+            executors[name] = _executor(
+                config,
+                shared,
+                model,
+                tools,
+                name=name,
+                system_prompt=agent.system_prompt,
+                description=agent.description,
+            )
+        except ConfigurationError as exc:
+            raise CliError(f"{what}: {exc}") from None
+    router, timeout = None, 10.0
+    if agents_file.router is not None:
+        spec = agents_file.router
+        router = ModelRouter(
+            chat_model(config, spec.model, spec.api_base, spec.api_key, temperature=False)
+        )
+        timeout = spec.timeout
+    return AgentRouter(executors, default=agents_file.default, router=router, route_timeout=timeout)

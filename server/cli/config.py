@@ -1,0 +1,178 @@
+"""``ServeConfig``: what ``agent-executor serve`` runs, every value resolved once.
+
+Each value comes from its flag, else its environment variable, else its default (SPEC
+section 5), so nothing after :meth:`ServeConfig.from_args` reads flags or the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from agent_executor.models import ModelClient
+
+from ..schemas import describe_validation_error
+from ..settings import Settings
+from .agents_file import AgentsFile, load_agents_file
+from .errors import CliError
+
+__all__ = ["GC_THRESHOLD", "Environ", "ServeConfig", "read_api_keys", "split_list"]
+
+Environ = Mapping[str, str]
+"""Environment variables."""
+LogFormat = Literal["text", "json"]
+
+GC_THRESHOLD = 10_000
+"""Allocations between young-generation collections in the service (Python's default: 700)."""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The service's configuration: flags, environment variables and defaults resolved.
+
+    The comments name each value's flag and environment variable (a flag wins); values without
+    a variable come from their flag or the default.
+    """
+
+    # The HTTP service (what :meth:`settings` passes on).
+    host: str = "127.0.0.1"  # --host, HOST
+    port: int = 8080  # --port, PORT
+    heartbeat_seconds: float = 15.0  # --heartbeat
+    shutdown_grace_seconds: float = 10.0  # --shutdown-grace
+    api_keys: Mapping[str, str] = field(default_factory=dict)  # --api-keys-file, AGENT_API_KEYS
+    cors_origins: tuple[str, ...] = ()  # --cors-origins
+    trusted_proxies: tuple[str, ...] = ()  # --trusted-proxies
+    # The model.
+    model: str = "demo"  # --model, LLM_MODEL
+    api_base: str | None = None  # --api-base, LLM_BASE_URL
+    api_key: str | None = None  # --api-key, LLM_API_KEY
+    model_client: ModelClient = "auto"  # --model-client
+    temperature: float | None = None  # LLM_TEMPERATURE
+    # The agents and their tools.
+    tool_modules: tuple[str, ...] | None = None  # --tools, AGENT_TOOLS (None: not configured)
+    mcp_config: str | None = None  # --mcp
+    agents: AgentsFile | None = None  # --agents (the file, read)
+    system_prompt: str | None = None  # --system-prompt
+    max_concurrency: int = 16  # --max-concurrency
+    request_timeout: float = 300.0  # --request-timeout
+    max_tool_calls: int = 20  # --max-tool-calls
+    reasoning_events: bool = True  # --no-reasoning-events
+    # The guards.
+    rate_limit: str | None = None  # --rate-limit
+    rate_limit_burst: int | None = None  # --rate-limit-burst
+    injection_guard: bool = True  # --no-injection-guard
+    output_guard: bool = False  # --output-guard
+    # Where state lives, and conversation history.
+    redis_url: str | None = None  # --redis-url, REDIS_URL
+    approval_secret: str | None = None  # --approval-secret, AGENT_APPROVAL_SECRET
+    session_ttl: float = 3600.0  # --session-ttl
+    history_max_tokens: int | None = None  # --history-max-tokens
+    history_keep_tokens: int | None = None  # --history-keep-tokens
+    summary_model: str | None = None  # --summary-model
+    # The process.
+    log_format: LogFormat = "text"  # --log-format
+    log_level: str = "INFO"  # LOG_LEVEL
+    gc_threshold: int = GC_THRESHOLD  # --gc-threshold
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, env: Environ) -> ServeConfig:
+        """The configuration of ``serve``'s parsed flags and the environment ``env``
+        (:class:`CliError` for a value that cannot be read)."""
+        tools = args.tools or env.get("AGENT_TOOLS")
+        return cls(
+            host=args.host or env.get("HOST") or cls.host,
+            port=args.port if args.port is not None else _int(env, "PORT", cls.port),
+            heartbeat_seconds=args.heartbeat,
+            shutdown_grace_seconds=args.shutdown_grace,
+            api_keys=read_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS")),
+            cors_origins=split_list(args.cors_origins),
+            trusted_proxies=split_list(args.trusted_proxies),
+            model=args.model or env.get("LLM_MODEL") or cls.model,
+            api_base=args.api_base or env.get("LLM_BASE_URL"),
+            api_key=args.api_key or env.get("LLM_API_KEY"),
+            model_client=args.model_client,
+            temperature=_temperature(env),
+            tool_modules=split_list(tools) if tools else None,
+            mcp_config=args.mcp,
+            agents=load_agents_file(args.agents, env, mcp=bool(args.mcp)) if args.agents else None,
+            system_prompt=args.system_prompt,
+            max_concurrency=args.max_concurrency,
+            request_timeout=args.request_timeout,
+            max_tool_calls=args.max_tool_calls,
+            reasoning_events=not args.no_reasoning_events,
+            rate_limit=args.rate_limit,
+            rate_limit_burst=args.rate_limit_burst,
+            injection_guard=not args.no_injection_guard,
+            output_guard=args.output_guard,
+            redis_url=args.redis_url or env.get("REDIS_URL") or None,
+            approval_secret=args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None,
+            session_ttl=args.session_ttl,
+            history_max_tokens=args.history_max_tokens,
+            history_keep_tokens=args.history_keep_tokens,
+            summary_model=args.summary_model,
+            log_format=args.log_format,
+            log_level=env.get("LOG_LEVEL", cls.log_level),
+            gc_threshold=args.gc_threshold,
+        )
+
+    def settings(self) -> Settings:
+        """The service's :class:`Settings` (:class:`CliError` for an invalid value)."""
+        try:
+            return Settings(
+                host=self.host,
+                port=self.port,
+                heartbeat_seconds=self.heartbeat_seconds,
+                api_keys=dict(self.api_keys),
+                cors_origins=self.cors_origins,
+                trusted_proxies=self.trusted_proxies,
+                shutdown_grace_seconds=self.shutdown_grace_seconds,
+            )
+        except ValidationError as exc:
+            raise CliError(describe_validation_error(exc)) from None
+
+
+def split_list(value: str | None) -> tuple[str, ...]:
+    """The items of a comma-separated list, stripped, empty ones left out."""
+    return tuple(item.strip() for item in (value or "").split(",") if item.strip())
+
+
+def read_api_keys(path: str | None, inline: str | None) -> dict[str, str]:
+    """``user_id=key`` lines → {key: user_id}; blank lines and ``#`` comments are ignored."""
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot read the API keys file: {exc}") from exc
+    else:
+        text = inline or ""
+    keys: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        user, sep, key = line.partition("=")
+        if not sep or not user.strip() or not key.strip():
+            raise CliError(f"API keys line {number}: expected user_id=key")
+        keys[key.strip()] = user.strip()
+    return keys
+
+
+def _int(env: Environ, name: str, default: int) -> int:
+    try:
+        return int(env.get(name) or default)
+    except ValueError:
+        raise CliError(f"{name} must be a whole number") from None
+
+
+def _temperature(env: Environ) -> float | None:
+    if not env.get("LLM_TEMPERATURE"):
+        return None
+    try:
+        return float(env["LLM_TEMPERATURE"])
+    except ValueError:
+        raise CliError("LLM_TEMPERATURE must be a number") from None

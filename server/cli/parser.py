@@ -1,0 +1,175 @@
+"""The command line of SPEC section 5: ``agent-executor serve [flags]``.
+
+One function per group of flags; the defaults are :class:`ServeConfig`'s, and the environment
+variables are read by :meth:`ServeConfig.from_args`, not here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from .config import GC_THRESHOLD, ServeConfig
+
+__all__ = ["build_parser"]
+
+_DEFAULT = ServeConfig()
+_Add = Callable[..., argparse.Action]
+"""A group's ``add_argument``."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``agent-executor`` parser and its ``serve`` command."""
+    parser = argparse.ArgumentParser(
+        prog="agent-executor", description="Run LLM agents as a streaming service."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="start the HTTP service")
+    _service_flags(serve.add_argument_group("HTTP service").add_argument)
+    _model_flags(serve.add_argument_group("model").add_argument)
+    _agent_flags(serve.add_argument_group("agents and tools").add_argument)
+    _guard_flags(serve.add_argument_group("guards").add_argument)
+    _state_flags(serve.add_argument_group("shared state and conversation history").add_argument)
+    _process_flags(serve.add_argument_group("process").add_argument)
+    return parser
+
+
+def _service_flags(add: _Add) -> None:
+    add("--host", help=f"address to listen on (env HOST; default {_DEFAULT.host})")
+    add("--port", type=int, help=f"port to listen on (env PORT; default {_DEFAULT.port})")
+    add("--api-keys-file", help="file of user_id=key lines (env AGENT_API_KEYS: same content)")
+    add("--cors-origins", help="comma-separated origins allowed by CORS ('*' for any)")
+    add(
+        "--trusted-proxies",
+        help="comma-separated addresses or networks of reverse proxies whose X-Forwarded-For "
+        "gives the client address (default: none; the peer address is used)",
+    )
+    add(
+        "--heartbeat",
+        type=float,
+        default=_DEFAULT.heartbeat_seconds,
+        help="seconds between SSE heartbeats",
+    )
+    add(
+        "--shutdown-grace",
+        type=float,
+        default=_DEFAULT.shutdown_grace_seconds,
+        help="seconds running streams may finish after SIGTERM (default %(default)g)",
+    )
+
+
+def _model_flags(add: _Add) -> None:
+    add("--model", help="'demo' or a litellm model such as openai/gpt-4o-mini (env LLM_MODEL)")
+    add("--api-base", help="base URL of an OpenAI-compatible server (env LLM_BASE_URL)")
+    add("--api-key", help="API key of the model provider (env LLM_API_KEY)")
+    add(
+        "--model-client",
+        choices=("auto", "fast", "litellm"),
+        default=_DEFAULT.model_client,
+        help="how to reach the model: auto (the fast OpenAI-compatible client for openai/... "
+        "models and any --api-base, litellm for other providers), or force one",
+    )
+
+
+def _agent_flags(add: _Add) -> None:
+    add(
+        "--tools",
+        help="comma-separated modules whose @tool functions to register "
+        "(env AGENT_TOOLS; default: the demo tools)",
+    )
+    add(
+        "--mcp",
+        metavar="CONFIG.json",
+        help="MCP servers whose tools to register (the usual mcpServers JSON file; "
+        "needs the [mcp] extra)",
+    )
+    add(
+        "--agents",
+        metavar="AGENTS.json",
+        help="several named agents (own system prompt, tools, model) and an optional router "
+        "picking one per request; the other flags are their defaults (see docs/tools.md)",
+    )
+    add("--system-prompt", help="default system prompt")
+    limits = (
+        ("--max-concurrency", int, _DEFAULT.max_concurrency, "runs at once"),
+        ("--request-timeout", float, _DEFAULT.request_timeout, "seconds per run"),
+        ("--max-tool-calls", int, _DEFAULT.max_tool_calls, "tool calls per run"),
+    )
+    for flag, kind, default, what in limits:
+        add(flag, type=kind, default=default, help=f"{what} (default %(default)g)")
+    add(
+        "--no-reasoning-events",
+        action="store_true",
+        help="keep the model's reasoning from clients (no 'reasoning' events, no "
+        "'reasoning' in results); it still goes back to the model as its provider requires",
+    )
+
+
+def _guard_flags(add: _Add) -> None:
+    add(
+        "--rate-limit",
+        help="requests per user (or client address), e.g. 20/minute: N back "
+        "to back, refilled at N per PERIOD",
+    )
+    add("--rate-limit-burst", type=int, help="requests allowed back to back (default: N)")
+    add("--no-injection-guard", action="store_true", help="do not check prompts for injection")
+    add(
+        "--output-guard",
+        action="store_true",
+        help="redact credentials (API keys, tokens, private keys) from streamed answers",
+    )
+
+
+def _state_flags(add: _Add) -> None:
+    add(
+        "--redis-url",
+        help="Redis shared by replicas: conversations, rate limits, frontend tool results and "
+        "the approval secret (env REDIS_URL; default: this process's memory)",
+    )
+    add(
+        "--approval-secret",
+        help="secret signing approval tokens, so they outlive a restart "
+        "(env AGENT_APPROVAL_SECRET; default: random per process)",
+    )
+    add(
+        "--session-ttl",
+        type=float,
+        default=_DEFAULT.session_ttl,
+        help="seconds a conversation is kept after its last use (default %(default)g)",
+    )
+    add(
+        "--history-max-tokens",
+        type=int,
+        help="summarise the older turns of a stored conversation past this many tokens "
+        "(estimated; default: never)",
+    )
+    add(
+        "--history-keep-tokens",
+        type=int,
+        help="tokens of recent turns kept word for word when summarising "
+        "(default: a quarter of --history-max-tokens)",
+    )
+    add("--summary-model", help="model that writes the summaries (default: the agent's own model)")
+
+
+def _process_flags(add: _Add) -> None:
+    add(
+        "--gc-threshold",
+        type=_non_negative,
+        default=_DEFAULT.gc_threshold,
+        help="young-generation threshold of Python's garbage collector; what start-up built "
+        f"is frozen out of collections (default {GC_THRESHOLD:,}; 0 keeps Python's defaults)",
+    )
+    add(
+        "--log-format",
+        choices=("text", "json"),
+        default=_DEFAULT.log_format,
+        help="log line format",
+    )
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value

@@ -1,0 +1,151 @@
+"""The ``agent-executor`` process: logging, the garbage collector, and running the service
+until SIGTERM."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from prometheus_client import disable_created_metrics
+
+from agent_executor import AgentRouter, ChatModel, ConfigurationError, DemoModel, ModelRouter
+from agent_executor.logging import JsonLogFormatter
+
+from .build import Service, build_service, build_service_with_mcp
+from .config import ServeConfig
+from .errors import CliError
+from .parser import build_parser
+
+if TYPE_CHECKING:
+    from agent_executor.mcp import MCPConfig
+
+__all__ = ["main"]
+
+logger = logging.getLogger("server")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``agent-executor`` console script."""
+    args = build_parser().parse_args(argv)
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # half the series, none used
+    try:
+        config = ServeConfig.from_args(args, os.environ)
+        _configure_logging(config.log_format, config.log_level)
+        settings = config.settings()
+        app: web.Application | Awaitable[web.Application]
+        if config.mcp_config:
+            app = _app_with_mcp(config, _mcp_config(config.mcp_config))
+        else:
+            app = _announced(build_service(config))
+        _tune_gc(config.gc_threshold)
+        web.run_app(
+            app,
+            host=settings.host,
+            port=settings.port,
+            handler_cancellation=True,
+            shutdown_timeout=settings.shutdown_grace_seconds + 5,
+            backlog=4096,  # bursts of thousands of connects (the kernel caps it at somaxconn)
+            print=None,
+        )
+    except (CliError, ConfigurationError) as exc:
+        print(f"agent-executor: {exc}", file=sys.stderr)
+        return 2
+    logger.info("agent-executor stopped")
+    return 0
+
+
+async def _app_with_mcp(config: ServeConfig, mcp: MCPConfig) -> web.Application:
+    return _announced(await build_service_with_mcp(config, mcp))
+
+
+def _mcp_config(path: str) -> MCPConfig:
+    try:
+        from agent_executor.mcp import load_config
+    except ImportError:
+        raise CliError("--mcp needs the MCP SDK: pip install 'agent-executor[mcp]'") from None
+    try:
+        return load_config(path)
+    except ConfigurationError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _announced(service: Service) -> web.Application:
+    """``service``'s app, once the log says where it listens and what it serves."""
+    settings, agents = service.settings, service.agents
+    if not isinstance(agents, AgentRouter):
+        logger.info(
+            "agent-executor listening on http://%s:%d (model: %s; tools: %s)",
+            settings.host,
+            settings.port,
+            _describe(agents.model),
+            ", ".join(agents.tools) or "none",
+        )
+        return service.app
+    router = agents.router
+    logger.info(
+        "agent-executor listening on http://%s:%d with %d agents (default: %s; router: %s)",
+        settings.host,
+        settings.port,
+        len(agents.agents),
+        agents.default,
+        f"model {router.model.name}, timeout {agents.route_timeout:g} s"
+        if isinstance(router, ModelRouter)
+        else "none, requests without 'agent' go to the default",
+    )
+    for name, executor in agents.agents.items():
+        logger.info(
+            "agent %s (model: %s; tools: %s)",
+            name,
+            _describe(executor.model),
+            ", ".join(executor.tools) or "none",
+        )
+    return service.app
+
+
+def _describe(model: ChatModel) -> str:
+    if isinstance(model, DemoModel):
+        return "demo (offline DemoModel, no API key needed)"
+    return model.name
+
+
+def _tune_gc(threshold: int) -> None:
+    """Fewer and shorter garbage collections under load.
+
+    Everything start-up built (modules, the app, the agents) is long-lived: frozen, it is never
+    scanned again. Open streams hold a few hundred tracked objects each, and with Python's
+    default threshold of 700 allocations the collector keeps promoting them and re-scanning
+    them all: at 1,000 streams that was a quarter of the service's CPU, with full collections
+    pausing every stream for ~200 ms (docs/benchmarks.md). The service leaves almost no
+    reference cycles, so collecting less often costs next to no memory.
+    """
+    if threshold == 0:
+        return
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(threshold, older, oldest)
+    logger.info(
+        "garbage collector: %d start-up objects frozen, young generation collected every %d "
+        "allocations",
+        gc.get_freeze_count(),
+        gc.get_threshold()[0],
+    )
+
+
+def _configure_logging(log_format: str, level: str) -> None:
+    handler = logging.StreamHandler()
+    if log_format == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
+        )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    known = isinstance(logging.getLevelName(level.upper()), int)
+    root.setLevel(level.upper() if known else "INFO")

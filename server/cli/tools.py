@@ -1,0 +1,69 @@
+"""The tools the flags and the ``--agents`` file name: ``@tool`` functions of modules or
+``.py`` files, and the demo tools when none are configured."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+
+from agent_executor.demo_tools import DEMO_TOOLS
+from agent_executor.tools import Tool
+
+from .agents_file import AgentsFile
+from .errors import CliError
+
+__all__ = ["agent_tools", "load_tools"]
+
+
+def load_tools(modules: Iterable[str]) -> list[Tool]:
+    """Every :class:`Tool` defined in the named modules (or ``.py`` files)."""
+    tools: list[Tool] = []
+    for name in (part.strip() for part in modules):
+        if not name:
+            continue
+        module = _import(name)
+        found = [value for value in vars(module).values() if isinstance(value, Tool)]
+        if not found:
+            raise CliError(f"module {name!r} defines no @tool functions")
+        tools.extend(found)
+    return tools
+
+
+def agent_tools(config: AgentsFile, default_modules: Iterable[str]) -> dict[str, list[Tool]]:
+    """Each agent's own tools: its ``tools``, else the ``--tools`` ones, else (without
+    ``mcp``) the demo tools. A module named by several agents is loaded once."""
+    default_modules = tuple(default_modules)
+    loaded: dict[str, list[Tool]] = {}
+    tools: dict[str, list[Tool]] = {}
+    for name, agent in config.agents.items():
+        modules = agent.tools if agent.tools is not None else default_modules
+        if agent.tools is None and not modules and not agent.mcp:
+            tools[name] = list(DEMO_TOOLS)
+            continue
+        tools[name] = []
+        for module in modules:
+            if module not in loaded:
+                try:
+                    loaded[module] = load_tools(module.split(","))
+                except CliError as exc:
+                    raise CliError(f"agent {name!r}: {exc}") from None
+            tools[name].extend(loaded[module])
+    return tools
+
+
+def _import(name: str) -> ModuleType:
+    try:
+        if name.endswith(".py"):
+            path = Path(name)
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {name}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(name)
+    except Exception as exc:
+        raise CliError(f"cannot import tools from {name!r}: {exc}") from exc
