@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agent_executor import _injection_model
+from agent_executor.guards.injection import learned as learned_model
 from agent_executor.injection import InjectionGuard, normalise
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +94,7 @@ def learned_cost(rounds: int = 20) -> list[str]:
     already made) and the layer on its own, normalisation included.
     """
     rows = training.load_rows()
-    model = _injection_model.load()
+    model = learned_model.load()
     lines = []
     for label in ("benign", "attack"):
         texts = [r["text"][:1000] for r in rows if r["label"] == label and len(r["text"]) >= 1000]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_executor import AgentCommand, AgentExecutor
-from agent_executor._injection_model import MIN_WORDS, MODEL_FILE
+from agent_executor.guards.injection.learned import MIN_WORDS, MODEL_FILE
 from agent_executor.injection import LEARNED, InjectionGuard, score_text
 from agent_executor.models.scripted import ScriptedModel
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor import injection
-from agent_executor._word_gate import WordGate
+from agent_executor.guards.injection import normalisation, rules
+from agent_executor.guards.injection.word_gate import WordGate
 
 CORPUS = Path(__file__).parent / "data" / "injection_corpus.jsonl"
 
@@ -55,7 +55,7 @@ def test_rules_whose_start_cannot_be_read_always_run(pattern: str) -> None:
 def test_every_injection_rule_has_readable_first_words() -> None:
     # A new rule that starts with \w, a wide class or no \b still works, but runs on every
     # text: reword it to start with literal words, or accept the cost knowingly.
-    assert injection._WORD_GATE.always == frozenset()
+    assert rules.WORD_GATE.always == frozenset()
 
 
 def test_the_gate_never_skips_a_rule_that_matches_anywhere_in_the_corpus() -> None:
@@ -63,19 +63,19 @@ def test_the_gate_never_skips_a_rule_that_matches_anywhere_in_the_corpus() -> No
     readings = 0
     picked = 0
     for row in rows:
-        norm = injection.normalise(row["text"])
+        norm = normalisation.normalise(row["text"])
         variants = [norm] + [
-            injection._deleet(norm, t) for t in (injection._LEET_I, injection._LEET_L)
+            normalisation.deleet(norm, t) for t in (normalisation.LEET_I, normalisation.LEET_L)
         ]
         for text in variants:
-            words = injection._PUNCT_RE.sub(" ", text)
+            words = normalisation.words_view(text)
             every_rule = sorted(
                 (rule.category, rule.weight, match.start(), match.end())
-                for rule in injection._RULES
+                for rule in rules.RULES
                 for match in rule.pattern.finditer(words if rule.on_words else text)
             )
-            assert sorted(injection._match_rules(text, words)) == every_rule, row["text"]
+            assert sorted(rules.match_rules(text, words)) == every_rule, row["text"]
             readings += 1
-            picked += len(injection._WORD_GATE.candidates(words))
+            picked += len(rules.WORD_GATE.candidates(words))
     assert readings > 1000
-    assert picked / readings < len(injection._WORD_RULES) / 2  # the gate does skip rules
+    assert picked / readings < len(rules.WORD_RULES) / 2  # the gate does skip rules

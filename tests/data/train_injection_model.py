@@ -1,4 +1,4 @@
-"""Trains the learned layer of InjectionGuard and writes ``agent_executor/injection_model.json``.
+"""Trains the learned layer of InjectionGuard (``agent_executor/guards/injection/weights.json``).
 
     python tests/data/train_injection_model.py          # retrain on every source and write
     python tests/data/train_injection_model.py --check  # retrain and compare with the file
@@ -30,12 +30,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent_executor._injection_model import MODEL_FILE, Model, training_features  # noqa: E402
-from agent_executor.injection import _window, normalise, score_text  # noqa: E402
+from agent_executor.guards.injection import learned  # noqa: E402
+from agent_executor.guards.injection.learned import MODEL_FILE, Model, training_features  # noqa: E402
+from agent_executor.guards.injection.normalisation import normalise, window  # noqa: E402
+from agent_executor.guards.injection.scoring import score_text  # noqa: E402
 
 PUBLIC = HERE / "injection_public.jsonl.gz"
 OURS = HERE / "injection_corpus.jsonl"
-OUT = ROOT / "agent_executor" / MODEL_FILE
+OUT = Path(learned.__file__).with_name(MODEL_FILE)
 
 C = 1.0
 """Inverse regularisation strength (liblinear, L2)."""
@@ -71,7 +73,7 @@ def load_rows() -> list[dict[str, str]]:
 
 
 def _feature_dict(text: str) -> dict[str, float]:
-    found = training_features(normalise(_window(text, WINDOW)))
+    found = training_features(normalise(window(text, WINDOW)))
     words = [f for f in found if not f.startswith("#")]
     value = 1.0 / math.sqrt(max(1, len(words)))
     out = dict.fromkeys(words, value)
@@ -172,7 +174,7 @@ def rules_score(text: str) -> float:
 
 def combined(model: Model, text: str) -> float:
     """What the guard scores with ``model`` as its learned layer: the larger of the two."""
-    return max(rules_score(text), model.probability(normalise(_window(text, WINDOW))))
+    return max(rules_score(text), model.probability(normalise(window(text, WINDOW))))
 
 
 def held_out_attacks(rows: Sequence[dict[str, str]], source: str) -> list[float]:

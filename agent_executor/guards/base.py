@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
-from .command import AgentCommand
-from .context import RunContext
-from .errors import ErrorCode, GuardRejection
+from ..command import AgentCommand
+from ..context import RunContext
+from ..errors import ErrorCode, GuardRejection
 
 __all__ = ["Guard", "InputValidationGuard", "ScreenVerdict", "ToolResultScreen"]
 

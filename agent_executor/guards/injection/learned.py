@@ -1,8 +1,8 @@
-"""The learned first layer of :class:`~agent_executor.injection.InjectionGuard`.
+"""The learned first layer of :class:`~agent_executor.guards.injection.InjectionGuard`.
 
 A logistic regression over the words and word pairs of the normalised text, plus a few
 structural markers (a persona being defined, rules being waived, two answers asked for, a
-conversation role spoofed). The weights live beside this module in ``injection_model.json``,
+conversation role spoofed). The weights live beside this module in ``weights.json``,
 written by ``tests/data/train_injection_model.py`` from the corpora listed in
 ``tests/data/SOURCES.md``; inference is plain Python: one regex pass for the words, a marker
 pattern only where its gate words occur, a set intersection with the weight table, a sigmoid.
@@ -35,7 +35,7 @@ __all__ = [
     "training_features",
 ]
 
-MODEL_FILE: Final = "injection_model.json"
+MODEL_FILE: Final = "weights.json"
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 

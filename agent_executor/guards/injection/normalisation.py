@@ -1,0 +1,145 @@
+"""What the injection rules read: the scanned window, the normal form and the hidden readings.
+
+Attackers spell instructions so that a plain regex misses them: full-width or mathematical
+letters, Cyrillic look-alikes, zero-width characters inside words, leetspeak, letters spaced
+or dotted out, text smuggled in invisible Unicode tag characters. Everything here maps such
+spellings back to plain lower-case Latin text, so that one rule covers them all.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = [
+    "LEET_I",
+    "LEET_L",
+    "clean",
+    "deleet",
+    "fold",
+    "leet_readings",
+    "letters_only",
+    "mixed_scripts",
+    "normalise",
+    "tag_smuggled",
+    "window",
+    "words_view",
+]
+
+# Characters that render as nothing: zero-width, bidi controls, soft hyphen, joiners, variation
+# selectors, Hangul fillers, Unicode tags. Removed before matching.
+_INVISIBLE_RE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
+_TAGS_RE = re.compile("[\U000e0020-\U000e007e]+")
+_MARKS_RE = re.compile("[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff]")
+_LOOKALIKE = "\u0370-\u03ff\u0400-\u04ff\u0500-\u052f"
+# A Latin letter next to a Greek/Cyrillic one, or an invisible character inside a word.
+_MIXED_RE = re.compile(
+    f"[A-Za-z][{_LOOKALIKE}]|[{_LOOKALIKE}][A-Za-z]"
+    "|[A-Za-z][\u00ad\u200b-\u200d\u2060\ufeff]+[A-Za-z]"
+)
+_CONFUSABLES = str.maketrans(
+    {
+        # Cyrillic
+        "а": "a", "в": "b", "е": "e", "ё": "e", "з": "3", "і": "i", "ї": "i", "ј": "j",
+        "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t", "у": "y",
+        "х": "x", "ѕ": "s", "ԁ": "d", "һ": "h", "ӏ": "l", "ԛ": "q", "ԝ": "w", "ь": "b",
+        "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P",
+        "С": "C", "Т": "T", "Х": "X", "У": "Y", "І": "I", "Ј": "J", "Ѕ": "S",
+        # Greek
+        "α": "a", "β": "b", "γ": "y", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
+        "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j",
+        "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M",
+        "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+        # Latin and Armenian look-alikes
+        "ı": "i", "ɑ": "a", "ɡ": "g", "ɩ": "i", "օ": "o", "ս": "u", "հ": "h",
+        # quotes, so that quoted spans are found whatever the keyboard
+        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"',
+        "\u00bb": '"', "\u2033": '"',
+    }
+)  # fmt: skip
+_SPACES_RE = re.compile(r"[^\S\n]+")
+_NEWLINES_RE = re.compile(r" ?\n[\s]*")
+_PUNCT_RE = re.compile(r"[^\w\n ]")
+_LEET_TOKEN_RE = re.compile(r"[a-z0-9@$!|]{2,}")
+_LEET_HINT_RE = re.compile(r"[a-z][0134578@$|!]|[0134578@$|][a-z]")
+LEET_I = str.maketrans("0134578@$!|", "oieastbasil")
+"""Leetspeak read with ``1`` and ``|`` as ``i``."""
+LEET_L = str.maketrans("0134578@$!|", "oleastbasil")
+"""Leetspeak read with ``1`` and ``|`` as ``l``."""
+_NON_LETTERS_RE = re.compile(r"[^a-z]+")
+
+
+def window(text: str, limit: int) -> str:
+    """At most ``limit`` characters: the text, or its head and tail joined by a newline."""
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - head - 1
+    return text[:head] + "\n" + (text[-tail:] if tail > 0 else "")
+
+
+def clean(text: str) -> str:
+    """NFKC with invisible characters removed; case and accents kept (for decoding blobs)."""
+    if text.isascii():
+        return text
+    return _INVISIBLE_RE.sub("", unicodedata.normalize("NFKC", text))
+
+
+def fold(clean: str) -> str:
+    """Accents dropped, look-alikes mapped to Latin, case folded, spaces collapsed."""
+    if not clean.isascii():
+        clean = _MARKS_RE.sub("", unicodedata.normalize("NFKD", clean)).translate(_CONFUSABLES)
+    folded = clean.casefold()
+    return _NEWLINES_RE.sub("\n", _SPACES_RE.sub(" ", folded)).strip()
+
+
+def normalise(text: str) -> str:
+    """The canonical form the rules match (see :mod:`.scoring`, step 2)."""
+    return fold(clean(text))
+
+
+def words_view(norm: str) -> str:
+    """Normalised text with punctuation turned into spaces: what the word rules read."""
+    return _PUNCT_RE.sub(" ", norm)
+
+
+def mixed_scripts(text: str) -> bool:
+    """Whether ``text`` mixes Latin with Greek or Cyrillic letters, or hides characters in
+    words: a sign that look-alikes were used on purpose."""
+    return not text.isascii() and bool(_MIXED_RE.search(text))
+
+
+def deleet(text: str, table: dict[int, int]) -> str:
+    """Leetspeak read as letters, only in tokens that mix letters and leet characters."""
+
+    def swap(match: re.Match[str]) -> str:
+        token = match.group()
+        if not any(ch.isalpha() for ch in token) or token.isalpha():
+            return token
+        return token.translate(table)
+
+    return _LEET_TOKEN_RE.sub(swap, text)
+
+
+def leet_readings(norm: str) -> list[str]:
+    """The leetspeak readings of normalised text that differ from it (``1`` as i, then as l)."""
+    if not _LEET_HINT_RE.search(norm):
+        return []
+    variants = (deleet(norm, table) for table in (LEET_I, LEET_L))
+    return [variant for variant in variants if variant != norm]
+
+
+def letters_only(norm: str) -> str:
+    """Only the letters of normalised text: ``i g n o r e`` and ``i.g.n.o.r.e`` read ``ignore``."""
+    return _NON_LETTERS_RE.sub("", norm)
+
+
+def tag_smuggled(text: str) -> list[str]:
+    """The texts spelled in invisible Unicode tag characters inside ``text``."""
+    if text.isascii():
+        return []
+    return ["".join(chr(ord(ch) - 0xE0000) for ch in run) for run in _TAGS_RE.findall(text)]

@@ -1,0 +1,132 @@
+"""The phrase rules of the injection score, read from ``rules.json`` once at import.
+
+The rules are data, not code: the table is what grows with every new attack phrasing, and it
+reads best as patterns alone, without the code that runs them. ``rules.json`` says how its
+entries are written (its ``about``); this module joins, expands and compiles them, and runs
+them on a text: the word rules only where :class:`~.word_gate.WordGate` says their first words
+occur, the rules of the punctuated text only when one alternation of all of them finds
+something.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Final, TypeAlias
+
+from .categories import RULE_CATEGORIES
+from .word_gate import WordGate
+
+__all__ = [
+    "ANY_ON_NORM",
+    "COMPACT",
+    "FOLLOW_RE",
+    "NORM_RULES",
+    "QUESTION_RE",
+    "RULES",
+    "RULES_FILE",
+    "TOPIC_RE",
+    "WORD_GATE",
+    "WORD_RULES",
+    "Rule",
+    "match_rules",
+    "words",
+]
+
+RULES_FILE: Final = "rules.json"
+
+_PLACEHOLDER_RE = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+
+_Pattern: TypeAlias = "str | list[str]"  # one string, or pieces joined as they are
+_Expand: TypeAlias = Callable[[_Pattern], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One pattern, the category it signals and how strongly (a weight in (0, 1))."""
+
+    category: str
+    weight: float
+    pattern: re.Pattern[str]
+    on_words: bool  # True: matched against the text with punctuation turned into spaces
+
+
+def words(*alternatives: str) -> str:
+    r"""Alternatives for the words view: a space in a pattern matches any run of whitespace."""
+    body = "|".join(f"(?:{alt})" for alt in alternatives)
+    return rf"\b(?:{body})\b".replace(" ", r"\s+")
+
+
+def _joined(pattern: _Pattern) -> str:
+    """A pattern written as one string or as a list of pieces."""
+    return pattern if isinstance(pattern, str) else "".join(pattern)
+
+
+def _expander(fragments: Mapping[str, _Pattern]) -> _Expand:
+    """A function that replaces every ``{NAME}`` in a pattern by the fragment ``NAME``."""
+    joined = {name: _joined(fragment) for name, fragment in fragments.items()}
+
+    def expand(pattern: _Pattern) -> str:
+        return _PLACEHOLDER_RE.sub(lambda m: joined[m.group(1)], _joined(pattern))
+
+    return expand
+
+
+def _rule(entry: Mapping[str, Any], expand: _Expand) -> Rule:
+    category, weight = entry["category"], float(entry["weight"])
+    if category not in RULE_CATEGORIES or not 0.0 < weight < 1.0:
+        raise ValueError(f"{RULES_FILE}: bad category or weight in {entry!r}")
+    if "words" in entry:
+        pattern = words(*(expand(alternative) for alternative in entry["words"]))
+        return Rule(category, weight, re.compile(pattern), on_words=True)
+    return Rule(category, weight, re.compile(expand(entry["text"])), on_words=False)
+
+
+def _load() -> dict[str, Any]:
+    text = resources.files(__package__).joinpath(RULES_FILE).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+_DATA = _load()
+_expand = _expander(_DATA["fragments"])
+
+RULES: Final = tuple(
+    _rule(entry, _expand) for section in _DATA["sections"] for entry in section["rules"]
+)
+"""Every phrase rule, in file order."""
+WORD_RULES: Final = tuple(rule for rule in RULES if rule.on_words)
+NORM_RULES: Final = tuple(rule for rule in RULES if not rule.on_words)
+WORD_GATE: Final = WordGate([rule.pattern for rule in WORD_RULES])
+"""Picks the word rules worth running from the words of a text (most texts need few or none)."""
+ANY_ON_NORM: Final = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in NORM_RULES))
+"""One pass that decides whether any rule of the normalised view can match."""
+
+COMPACT: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = tuple(
+    (entry["category"], float(entry["weight"]), re.compile(_expand(entry["letters"])))
+    for entry in _DATA["compact"]
+)
+"""Key phrases matched in the letters-only text (catches ``i g n o r e``, ``i.g.n.o.r.e``)."""
+
+TOPIC_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["topic"])))
+"""Text *about* injection (questions, code, research) rather than an attempt at it."""
+QUESTION_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["question"])))
+FOLLOW_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["follow"])))
+"""A request to act on what was quoted: cancels the discount for discussion."""
+
+del _DATA
+
+
+def match_rules(norm: str, words_text: str) -> Iterator[tuple[str, float, int, int]]:
+    """``(category, weight, start, end)`` of every rule match in a text's two views."""
+    for index in sorted(WORD_GATE.candidates(words_text)):
+        rule = WORD_RULES[index]
+        for match in rule.pattern.finditer(words_text):
+            yield rule.category, rule.weight, match.start(), match.end()
+    if ANY_ON_NORM.search(norm):
+        for rule in NORM_RULES:
+            for match in rule.pattern.finditer(norm):
+                yield rule.category, rule.weight, match.start(), match.end()

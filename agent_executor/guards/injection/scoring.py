@@ -1,0 +1,220 @@
+"""The heuristic score of a text, and the learned layer's on top of it.
+
+How a text is scored (all offline, pure and linear in the text's length):
+
+1. **Window.** At most ``max_scan_chars`` characters are looked at: the whole text if it is
+   short enough, else its first and last halves (injections hide at either end of long text).
+2. **Normalise** (:func:`~.normalisation.normalise`): NFKC (full-width and mathematical letters
+   become ASCII), invisible characters removed (zero-width, bidi controls, soft hyphen,
+   variation selectors, Unicode tags), accents dropped, Cyrillic and Greek look-alikes mapped
+   to Latin letters, curly quotes straightened, case folded, runs of spaces collapsed.
+3. **Variants.** Besides the normalised text the rules also run on: a leetspeak reading
+   (``0→o, 1→i or l, 3→e, 4→a, 5→s, 7→t, @→a, $→s``), the letters-only text (for spaced or
+   dotted-out key phrases such as ``i g n o r e``), text smuggled in Unicode tag characters,
+   and base64 and hex blobs of 16+ characters that decode to readable text (two levels deep).
+4. **Rules** (``rules.json``, compiled by :mod:`.rules`). Precompiled regular expressions
+   (bounded repetitions only, so matching stays linear), each with a category and a weight in
+   (0, 1): ``instruction_override``, ``prompt_extraction``, ``roleplay_jailbreak``,
+   ``role_spoofing``, ``indirect_injection`` (text addressed to an AI that reads it),
+   ``exfiltration``, ``authority_claim`` and ``obfuscation``; English, French, German and
+   Spanish. Strong phrasings weigh 0.8-0.9 and flag on their own; ambiguous ones (``new
+   instructions:``, a line starting ``system:``) weigh 0.25-0.45 and only flag together with a
+   signal of another category.
+5. **Combine.** A category counts with its strongest match; categories combine by noisy-OR,
+   ``score = 1 - prod(1 - w_c)``. A message that *talks about* injection (every match quoted
+   in a question or a text about prompt injection; or a single matched category in one) has
+   that part multiplied by 0.45, unless it also says "do it" or similar. A category found
+   only in a hidden reading (or found there while the plain text gave it less than 0.5) is
+   never discounted and adds a 0.3 ``obfuscation`` or ``encoded_payload`` signal: hiding an
+   instruction is itself suspicious.
+
+The default threshold 0.5 therefore flags any single strong phrase, or two medium signals, and
+lets single ambiguous words through.
+
+6. **Learned layer** (``learned=True``, the default; :mod:`.learned`): a logistic regression
+   over the words, word pairs and jailbreak markers of the same normalised window, trained on
+   public corpora nobody here wrote. It catches the long role-play jailbreaks (personas free
+   of all rules, dual answers, developer modes) that no phrase rule covers; when it reaches
+   0.5 the score is the larger of the two and the reason ``learned`` is added. Texts under 16
+   words are left to the rules.
+
+See ``docs/guards.md`` for the measured detection and false-positive rates, cross-source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from . import learned as learned_model
+from .categories import CATEGORIES, DISCUSSION, ENCODED, LEARNED, OBFUSCATION, SPOOFING
+from .decoding import blobs
+from .normalisation import (
+    clean,
+    fold,
+    leet_readings,
+    letters_only,
+    mixed_scripts,
+    tag_smuggled,
+    window,
+    words_view,
+)
+from .rules import COMPACT, FOLLOW_RE, QUESTION_RE, TOPIC_RE, match_rules
+
+__all__ = ["DISCUSSION_FACTOR", "HIDDEN_BOOST", "InjectionScore", "score_text"]
+
+DISCUSSION_FACTOR = 0.45
+"""Multiplier for text that discusses injection rather than attempting it."""
+
+HIDDEN_BOOST = 0.3
+"""Extra signal when a match exists only in an obfuscated or encoded reading of the text."""
+
+_MAX_DEPTH = 2  # base64 inside base64 is decoded; a third level is not
+
+_QUOTED_RE = re.compile(r"\"[^\"\n]{1,500}\"|(?<!\w)'[^'\n]{1,500}'(?!\w)|`[^`\n]{1,500}`")
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionScore:
+    """The heuristic verdict on one text: ``score`` in [0, 1] and the categories that matched."""
+
+    score: float
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Analysis:
+    """Matches of one text: per-category weights in its plain, obfuscated and decoded readings."""
+
+    plain: dict[str, float] = field(default_factory=dict)
+    hidden: dict[str, float] = field(default_factory=dict)  # leetspeak, spacing, Unicode tags
+    encoded: dict[str, float] = field(default_factory=dict)  # base64 and hex payloads
+    all_quoted: bool = True
+    topic: bool = False
+    question: bool = False
+    follow: bool = False
+    suspicious: bool = False
+    norm: str = ""
+
+
+def _keep_max(weights: dict[str, float], category: str, weight: float) -> None:
+    if weight > weights.get(category, 0.0):
+        weights[category] = weight
+
+
+def _quoted_spans(norm: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _QUOTED_RE.finditer(norm)]
+
+
+def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    return any(s <= start and end <= e for s, e in spans)
+
+
+def _analyse(text: str, depth: int = 0) -> _Analysis:
+    """Run every rule on the plain and hidden readings of ``text`` (already windowed)."""
+    result = _Analysis()
+    cleaned = clean(text)
+    norm = result.norm = fold(cleaned)
+    words = words_view(norm)
+    result.suspicious = mixed_scripts(text)
+    spans = _quoted_spans(norm) if any(q in norm for q in "'\"`") else []
+    for category, weight, start, end in match_rules(norm, words):
+        _keep_max(result.plain, category, weight)
+        if not _inside(spans, start, end):
+            result.all_quoted = False
+    if result.plain:
+        result.topic = bool(TOPIC_RE.search(words))
+        result.question = "?" in norm and bool(QUESTION_RE.search(words))
+        result.follow = bool(FOLLOW_RE.search(words))
+    _obfuscated_readings(result, text, norm)
+    if depth < _MAX_DEPTH:
+        for decoded in blobs(cleaned):
+            inner = _analyse(decoded, depth + 1)
+            for category, weight in _merged(inner).items():
+                _keep_max(result.encoded, category, weight)
+    return result
+
+
+def _obfuscated_readings(result: _Analysis, text: str, norm: str) -> None:
+    """Leetspeak, letters-only and Unicode-tag readings of the text, into ``result.hidden``."""
+    variants = leet_readings(norm)
+    for variant in variants:
+        for category, weight, _, _ in match_rules(variant, words_view(variant)):
+            _keep_max(result.hidden, category, weight)
+    for compact in [letters_only(norm), *map(letters_only, variants)]:
+        for category, weight, pattern in COMPACT:
+            if pattern.search(compact):
+                _keep_max(result.hidden, category, weight)
+    for smuggled in tag_smuggled(text):
+        for category, weight in _merged(_analyse(smuggled, _MAX_DEPTH)).items():
+            _keep_max(result.hidden, category, weight)
+
+
+def _merged(analysis: _Analysis) -> dict[str, float]:
+    """Every category of ``analysis`` with its strongest weight in any reading."""
+    out = dict(analysis.plain)
+    for weights in (analysis.hidden, analysis.encoded):
+        for category, weight in weights.items():
+            _keep_max(out, category, weight)
+    return out
+
+
+def _noisy_or(weights: Iterable[float]) -> float:
+    miss = 1.0
+    for weight in weights:
+        miss *= 1.0 - weight
+    return 1.0 - miss
+
+
+def _discussion(analysis: _Analysis) -> bool:
+    """Whether the plain matches read as talk *about* injection, not an attempt at it."""
+    if analysis.follow or not analysis.plain:
+        return False
+    if analysis.all_quoted and (analysis.topic or analysis.question):
+        return True
+    if len(analysis.plain) != 1:
+        return False
+    # A question cue alone ("how do I ...?") does not excuse chat-template tokens.
+    return analysis.topic or (analysis.question and SPOOFING not in analysis.plain)
+
+
+def _news(found: dict[str, float], known: dict[str, float]) -> dict[str, float]:
+    """Categories of ``found`` that ``known`` did not already establish (weight < 0.5)."""
+    return {
+        category: weight
+        for category, weight in found.items()
+        if weight > known.get(category, 0.0) and known.get(category, 0.0) < 0.5
+    }
+
+
+def score_text(text: str, *, max_scan_chars: int = 20_000, learned: bool = True) -> InjectionScore:
+    """The score of ``text``: the rules' and, with ``learned``, the learned layer's, the larger.
+
+    See the module docstring for the rules' formula. The learned layer reads the same
+    normalised window and counts only at its operating point (0.5 and up, reason
+    ``learned``); below it the rules' score stands alone.
+    """
+    analysis = _analyse(window(text, max_scan_chars))
+    plain = analysis.plain
+    hidden = _news(analysis.hidden, plain)
+    encoded = _news(analysis.encoded, {**plain, **hidden})
+    discussion = not hidden and not encoded and _discussion(analysis)
+    signals = [_noisy_or(plain.values()) * (DISCUSSION_FACTOR if discussion else 1.0)]
+    signals += [max(hidden.get(c, 0.0), encoded.get(c, 0.0)) for c in {*hidden, *encoded}]
+    reasons = {*plain, *hidden, *encoded}
+    if hidden or encoded:
+        signals.append(HIDDEN_BOOST)
+    if hidden or (analysis.suspicious and reasons):
+        reasons.add(OBFUSCATION)
+    if encoded:
+        reasons.add(ENCODED)
+    if discussion:
+        reasons.add(DISCUSSION)
+    score = min(1.0, max(0.0, _noisy_or(signals)))
+    if learned:
+        probability = learned_model.probability(analysis.norm)
+        if probability >= 0.5:
+            reasons.add(LEARNED)
+            score = max(score, probability)
+    return InjectionScore(round(score, 6), tuple(c for c in CATEGORIES if c in reasons))
