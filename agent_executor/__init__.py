@@ -7,10 +7,8 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 
 from ._engine.stream import EventStream
 from ._version import __version__
-from .approvals import ASK_USER, Approval, PendingRun, PendingRunStore
-from .classifiers import LLMJudgeGuard, ONNXClassifier
+from .approvals import Approval, PendingRun, PendingRunStore
 from .command import AgentCommand, ClientTool
-from .compression import HistoryCompressor, litellm_token_counter
 from .context import RunContext, current_run_context
 from .errors import (
     AgentExecutorError,
@@ -41,11 +39,28 @@ from .events import (
     event_adapter,
 )
 from .executor import AgentExecutor
-from .guards import Guard, InputValidationGuard, ScreenVerdict, ToolResultScreen
+from .guards import (
+    Guard,
+    InjectionGuard,
+    InjectionScore,
+    InMemoryRateLimitStorage,
+    InputValidationGuard,
+    LLMJudgeGuard,
+    ONNXClassifier,
+    OutputGuard,
+    RateLimitGuard,
+    RateLimitStorage,
+    ScreenVerdict,
+    ToolResultScreen,
+)
 from .hooks import AuditLogHook, Hook, ToolAllowlistHook
-from .injection import InjectionGuard, InjectionScore
-from .logging import LogContextFilter, install_log_context, log_context
-from .memory import CompactableStore, ConversationStore, InMemoryConversationStore
+from .memory import (
+    CompactableStore,
+    ConversationStore,
+    HistoryCompressor,
+    InMemoryConversationStore,
+    litellm_token_counter,
+)
 from .messages import (
     AssistantMessage,
     Message,
@@ -66,13 +81,12 @@ from .models import (
     ScriptedModel,
     ToolCallDelta,
 )
-from .output_guard import OutputGuard
-from .ratelimit import InMemoryRateLimitStorage, RateLimitGuard, RateLimitStorage
-from .rest import RestTool
+from .observability import LogContextFilter, install_log_context, log_context
 from .results import AgentResult, ErrorInfo, PendingApproval, ToolCallRecord
 from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
-from .tool_results import ToolResultRelay, ToolResults
-from .tools import FrontendTool, FunctionTool, Tool, tool
+from .tools import FrontendTool, FunctionTool, Tool, ToolResultRelay, ToolResults, tool
+from .tools.ask_user import ASK_USER
+from .tools.rest import RestTool
 
 install_log_context()
 

@@ -25,14 +25,10 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from .messages import Message, ToolCall, ToolMessage, Usage
-from .results import ToolCallRecord
-from .tools import Tool
 
 __all__ = [
-    "ASK_USER",
     "Approval",
     "ApprovalSigner",
-    "AskUserTool",
     "PendingRun",
     "PendingRunStore",
 ]
@@ -59,7 +55,6 @@ class PendingRun(BaseModel):
     messages: list[Message]
     results: list[ToolMessage] = Field(default_factory=list)
     pending: list[ToolCall]
-    records: list[ToolCallRecord] = Field(default_factory=list)
     turns: int = 0
     tool_calls_made: int = 0
     usage: Usage | None = None
@@ -80,35 +75,6 @@ class PendingRunStore(Protocol):
     async def delete_pending(self, user_id: str | None, session_id: str) -> None:
         """Forget the session's paused run."""
         ...
-
-
-class AskUserTool(Tool):
-    """``ask_user(question)``: the model asks the person a question and waits for the answer.
-
-    The run pauses as for an approval; the answer comes back as the call's result.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(
-            name="ask_user",
-            description="Ask the user a question and wait for the answer. Use it when you need "
-            "information or a decision only the user can give.",
-            parameters={
-                "type": "object",
-                "properties": {"question": {"type": "string", "description": "The question."}},
-                "required": ["question"],
-                "additionalProperties": False,
-            },
-            requires_approval=True,
-        )
-
-    async def invoke(self, arguments: dict[str, Any]) -> Any:
-        """Not called: the answer comes from the person when the run resumes."""
-        raise RuntimeError("ask_user is answered by the user when the run resumes")
-
-
-ASK_USER = AskUserTool()
-"""The built-in ``ask_user`` tool; add it to ``tools`` to let the model ask questions."""
 
 
 class ApprovalSigner:
@@ -135,3 +101,14 @@ class ApprovalSigner:
         except ValueError:
             arguments = call.arguments
         return json.dumps([user_id or "", session_id, call.id, call.name, arguments]).encode()
+
+
+def __getattr__(name: str) -> Any:
+    """``ASK_USER`` and ``AskUserTool`` live in :mod:`agent_executor.tools.ask_user` (a tool
+    among the tools); they are still importable from here, loaded when first asked for so
+    that this module, which the command imports, does not import the tools."""
+    if name in ("ASK_USER", "AskUserTool"):
+        from .tools import ask_user
+
+        return getattr(ask_user, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

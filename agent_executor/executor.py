@@ -32,19 +32,14 @@ from ._engine import (
 )
 from .approvals import ApprovalSigner
 from .command import AgentCommand
-from .compression import HistoryCompressor
 from .errors import ConfigurationError, ErrorCode
-from .guards import Guard, ToolResultScreen
+from .guards import Guard, OutputGuard, ToolResultScreen
 from .hooks import Hook, HookChain
-from .logging import install_log_context
-from .memory import ConversationStore, InMemoryConversationStore
-from .metrics import Metrics
+from .memory import ConversationStore, HistoryCompressor, InMemoryConversationStore
 from .models import ChatModel, resolve_model
-from .output_guard import OutputGuard
+from .observability import Metrics, Tracing, install_log_context
 from .results import AgentResult
-from .tool_results import ToolResults
-from .tools import FunctionTool, Tool
-from .tracing import Tracing
+from .tools import FunctionTool, Tool, ToolResults
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from .command import AgentCommand
     from .context import RunContext
     from .messages import ToolCall
-    from .metrics import Metrics
     from .models.base import ModelRequest, ModelResponse
+    from .observability import Metrics
     from .results import AgentResult, ErrorInfo, ToolCallRecord
 
 __all__ = ["AuditLogHook", "Hook", "HookChain", "ToolAllowlistHook"]

@@ -20,6 +20,7 @@ STATUS_BY_CODE: dict[str, int] = {
     ErrorCode.OVERLOADED.value: 503,
     ErrorCode.LLM_ERROR.value: 502,
     ErrorCode.INTERNAL_ERROR.value: 500,
+    ErrorCode.OUTPUT_BLOCKED.value: 403,
 }
 """HTTP status of ``POST /api/chat`` for a failed run (streams have already answered 200)."""
 

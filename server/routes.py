@@ -18,7 +18,7 @@ from agent_executor import (
     ConfigurationError,
     StoreUnavailable,
 )
-from agent_executor.tool_results import Delivery
+from agent_executor.tools import Delivery
 
 from .errors import json_error, status_for
 from .request import Caller, json_object, query_object, shutdown_refusal, validated

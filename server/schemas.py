@@ -242,7 +242,10 @@ def openapi_document() -> dict[str, Any]:
             "injection_detected (its AgentResult)",
             or_error=True,
         ),
-        "403": failed_run("The run was refused by a hook (hook_rejected)"),
+        "403": failed_run(
+            "The run was refused by a hook (hook_rejected), or its answer was withheld by the "
+            "output guard (output_blocked)"
+        ),
         "422": failed_run("No answer in the requested format (unsupported_format)"),
         "429": failed_run("Rate limited (rate_limited); see Retry-After"),
         "500": failed_run("Internal error", or_error=True),

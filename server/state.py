@@ -10,7 +10,7 @@ from pathlib import Path
 from aiohttp import web
 
 from agent_executor import AgentRouter
-from agent_executor.metrics import Metrics
+from agent_executor.observability import Metrics
 
 from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings

@@ -27,6 +27,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 import agent_executor.integrations.slack as slack_module
+import agent_executor.integrations.slack._pacing as slack_pacing
+import agent_executor.integrations.slack._streamer as slack_streamer
 from agent_executor import (
     AgentCommand,
     AgentEvent,
@@ -75,7 +77,7 @@ def no_full_collection_pauses() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def fresh_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
     # Budgets are process-wide by design; a test must not inherit another test's pauses.
-    monkeypatch.setattr(slack_module, "_BUDGETS", {})
+    monkeypatch.setattr(slack_pacing, "BUDGETS", {})
 
 
 @pytest.fixture
@@ -314,7 +316,7 @@ async def test_native_shows_tools_as_task_cards(slack: FakeSlackAPI) -> None:
 async def test_native_without_chunk_support_falls_back_to_text(
     slack: FakeSlackAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(slack_module, "_NATIVE_CHUNKS", False)  # as with slack-sdk 3.37 to 3.39
+    monkeypatch.setattr(slack_streamer, "NATIVE_CHUNKS", False)  # as with slack-sdk 3.37 to 3.39
     events: list[AgentEvent | float] = [
         MessageEvent("Let me check."),
         ToolStartEvent("get_weather", "call_1", {"city": "Paris"}),
@@ -418,7 +420,7 @@ async def test_native_shows_thinking_as_task_cards_never_the_reasoning(
 async def test_native_without_chunk_support_shows_no_reasoning(
     slack: FakeSlackAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(slack_module, "_NATIVE_CHUNKS", False)  # as with slack-sdk 3.37 to 3.39
+    monkeypatch.setattr(slack_streamer, "NATIVE_CHUNKS", False)  # as with slack-sdk 3.37 to 3.39
     streamer = SlackStreamer(
         make_client(slack), "C1", thread_ts=THREAD, strategy="native", interval=INTERVAL
     )

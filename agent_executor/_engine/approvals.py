@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..approvals import Approval, ApprovalSigner, AskUserTool, PendingRun
+from ..approvals import Approval, ApprovalSigner, PendingRun
 from ..errors import ErrorCode
 from ..events import ApprovalRequiredEvent
 from ..messages import AssistantMessage, ToolMessage
 from ..results import PendingApproval
+from ..tools.ask_user import AskUserTool
 from .history import Conversations
 from .state import RunFailed, RunState, ToolBudget
 from .tool_calls import Decision, ToolRunner, loose_arguments

@@ -26,11 +26,10 @@ from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
 from ..events import ErrorEvent
 from ..guards import Guard
 from ..hooks import HookChain
-from ..logging import log_context
 from ..messages import Message, SystemMessage, UserMessage
+from ..observability import Span, log_context
 from ..results import ErrorInfo
 from ..tools import FrontendTool, Tool
-from ..tracing import Span
 from .approvals import Approvals, snapshot
 from .gate import ConcurrencyGate
 from .history import Conversations

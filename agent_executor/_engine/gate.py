@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from ..errors import ErrorCode
-from ..metrics import Metrics
+from ..observability import Metrics
 from .state import RunFailed
 
 __all__ = ["ConcurrencyGate"]

@@ -12,11 +12,15 @@ import logging
 
 from ..approvals import PendingRun, PendingRunStore
 from ..command import AgentCommand
-from ..compression import HistoryCompressor, compact_history
 from ..errors import ErrorCode, StoreUnavailable
-from ..memory import ConversationStore, InMemoryConversationStore
+from ..memory import (
+    ConversationStore,
+    HistoryCompressor,
+    InMemoryConversationStore,
+    compact_history,
+)
 from ..messages import Message
-from ..metrics import Metrics
+from ..observability import Metrics
 from ..results import ErrorInfo
 from .state import RunFailed, RunState
 

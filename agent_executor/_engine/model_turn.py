@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ErrorCode, HookRejection, ModelError
+from ..guards import OutputBlocked, OutputGuard
 from ..hooks import HookChain
 from ..messages import ToolCall
 from ..models.base import ChatModel, ModelRequest, ModelResponse
-from ..output_guard import OutputBlocked, OutputGuard
 from .state import RunFailed, RunState
 from .streaming import ModelPolicy, TurnOutput, stream_turn
 from .telemetry import RunTelemetry

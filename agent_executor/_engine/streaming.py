@@ -21,9 +21,9 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ..errors import ModelError
 from ..events import MessageEvent, ReasoningEvent
+from ..guards import OutputBlocked, OutputFilter
 from ..messages import ToolCall, Usage
 from ..models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
-from ..output_guard import OutputBlocked, OutputFilter
 from .assembler import ToolCallAssembler
 from .state import Emit
 from .telemetry import TurnMetrics

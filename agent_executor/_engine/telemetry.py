@@ -15,8 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode
-from ..metrics import Metrics
-from ..tracing import Span, Tracing
+from ..observability import Metrics, Span, Tracing
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager

@@ -23,8 +23,14 @@ from ..guards import ToolResultScreen
 from ..hooks import HookChain
 from ..messages import ToolCall, ToolMessage
 from ..results import ToolCallRecord, ToolStatus
-from ..tool_results import ClientToolError, ToolResults
-from ..tools import FrontendTool, Tool, ToolArgumentsError, serialize_result
+from ..tools import (
+    ClientToolError,
+    FrontendTool,
+    Tool,
+    ToolArgumentsError,
+    ToolResults,
+    serialize_result,
+)
 from .state import PendingCall, RunState
 from .telemetry import RunTelemetry
 

@@ -37,7 +37,6 @@ HOOK_POINTS: tuple[str, ...] = (
     "after_model",
     "before_tool_call",
     "after_tool_call",
-    "output_guard",
 )
 MODES: tuple[str, ...] = ("stream", "execute")
 UNKNOWN_TOOL = "unknown"

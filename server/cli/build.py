@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from agent_executor import AgentExecutor, AgentRouter, ChatModel, ConfigurationError, ModelRouter
-from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.tools import Tool
+from agent_executor.tools.demo import DEMO_TOOLS
 
 from ..app import create_app
 from ..settings import Settings
@@ -26,7 +26,7 @@ from .parts import SharedParts, chat_model, shared_parts
 from .tools import agent_tools, load_tools
 
 if TYPE_CHECKING:
-    from agent_executor.mcp import MCPConfig
+    from agent_executor.tools.mcp import MCPConfig
 
 __all__ = ["Service", "build_service", "build_service_with_mcp"]
 
@@ -58,7 +58,7 @@ async def build_service_with_mcp(config: ServeConfig, mcp: MCPConfig) -> Service
     The toolset stays open for the app's lifetime and is closed on cleanup (after the streams
     have drained), which stops every stdio server process.
     """
-    from agent_executor.mcp import MCPToolset
+    from agent_executor.tools.mcp import MCPToolset
 
     own = _OwnTools.load(config)
     toolset = await MCPToolset.start(mcp, reserved_names=sorted(own.reserved))

@@ -19,10 +19,9 @@ from agent_executor import (
     StoreUnavailable,
     ToolResults,
 )
+from agent_executor.guards import OutputGuard, RateLimitGuard, RateLimitStorage
 from agent_executor.memory import InMemoryConversationStore
 from agent_executor.models import resolve_model
-from agent_executor.output_guard import OutputGuard
-from agent_executor.ratelimit import RateLimitGuard, RateLimitStorage
 
 from .config import ServeConfig
 from .errors import CliError

@@ -14,7 +14,7 @@ from aiohttp import web
 from prometheus_client import disable_created_metrics
 
 from agent_executor import AgentRouter, ChatModel, ConfigurationError, DemoModel, ModelRouter
-from agent_executor.logging import JsonLogFormatter
+from agent_executor.observability import JsonLogFormatter
 
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
@@ -22,7 +22,7 @@ from .errors import CliError
 from .parser import build_parser
 
 if TYPE_CHECKING:
-    from agent_executor.mcp import MCPConfig
+    from agent_executor.tools.mcp import MCPConfig
 
 __all__ = ["main"]
 
@@ -65,7 +65,7 @@ async def _app_with_mcp(config: ServeConfig, mcp: MCPConfig) -> web.Application:
 
 def _mcp_config(path: str) -> MCPConfig:
     try:
-        from agent_executor.mcp import load_config
+        from agent_executor.tools.mcp import load_config
     except ImportError:
         raise CliError("--mcp needs the MCP SDK: pip install 'agent-executor[mcp]'") from None
     try:

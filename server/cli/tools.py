@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
-from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.tools import Tool
+from agent_executor.tools.demo import DEMO_TOOLS
 
 from .agents_file import AgentsFile
 from .errors import CliError

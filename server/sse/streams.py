@@ -18,7 +18,7 @@ import anyio
 from aiohttp import web
 
 from agent_executor import AgentEvent, DoneEvent, ErrorEvent, EventStream
-from agent_executor.metrics import Metrics
+from agent_executor.observability import Metrics
 
 from ..keys import REQUEST_ID
 from .framing import HEARTBEAT, SSE_HEADERS, EventEncoder

@@ -36,12 +36,6 @@ itself never imports it.
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
-
-import agent_executor.integrations.slack._pacing as _pacing_module
-import agent_executor.integrations.slack._streamer as _streamer_module
-
 from ._message import MARKDOWN_LIMIT, default_tool_label
 from ._pacing import SharedRateLimitRetryHandler, WorkspaceBudget, workspace_budget
 from ._streamer import SlackResult, SlackStreamer
@@ -55,32 +49,3 @@ __all__ = [
     "default_tool_label",
     "workspace_budget",
 ]
-
-
-class _Face(ModuleType):
-    """This package's module: two process-wide switches, set here, reach the code reading them.
-
-    ``_BUDGETS`` (the per-workspace budgets) and ``_NATIVE_CHUNKS`` (task cards or text only)
-    were globals of this module before it became a package, and tests swap them here
-    (``monkeypatch.setattr(slack, "_BUDGETS", {})``); they now live in the modules that read
-    them, so reading or setting them here reads or sets those.
-    """
-
-    @property
-    def _BUDGETS(self) -> dict[str, WorkspaceBudget]:
-        return _pacing_module.BUDGETS
-
-    @_BUDGETS.setter
-    def _BUDGETS(self, budgets: dict[str, WorkspaceBudget]) -> None:
-        _pacing_module.BUDGETS = budgets
-
-    @property
-    def _NATIVE_CHUNKS(self) -> bool:
-        return _streamer_module.NATIVE_CHUNKS
-
-    @_NATIVE_CHUNKS.setter
-    def _NATIVE_CHUNKS(self, chunks: bool) -> None:
-        _streamer_module.NATIVE_CHUNKS = chunks
-
-
-sys.modules[__name__].__class__ = _Face
