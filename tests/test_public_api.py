@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+
+import pytest
 
 import agent_executor
 
@@ -75,3 +78,39 @@ def test_events_serialise_with_their_type() -> None:
     assert event_adapter.dump_python(MessageEvent("hi")) == {"text": "hi", "type": "message"}
     error = event_adapter.validate_json('{"type": "error", "code": "timeout", "message": "m"}')
     assert error == ErrorEvent(code="timeout", message="m")
+
+
+# The module paths the docs and users name keep working after the restructuring (issue 18):
+# some are packages now, some hand on names that moved into a package.
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("agent_executor.injection", "InjectionGuard"),
+        ("agent_executor.ratelimit", "RateLimitGuard"),
+        ("agent_executor.output_guard", "OutputGuard"),
+        ("agent_executor.rest", "RestTool"),
+        ("agent_executor.mcp", "MCPToolset"),
+        ("agent_executor.demo_tools", "DEMO_TOOLS"),
+        ("agent_executor.metrics", "Metrics"),
+        ("agent_executor.compression", "HistoryCompressor"),
+        ("agent_executor.approvals", "ASK_USER"),
+        ("agent_executor.redis", "RedisConversationStore"),
+        ("agent_executor.guards", "InjectionGuard"),
+        ("agent_executor.tools", "ToolResults"),
+        ("agent_executor.observability", "JsonLogFormatter"),
+        ("agent_executor.integrations.slack", "SlackStreamer"),
+        ("server.sse", "frame"),
+        ("server.cli", "build_service"),
+    ],
+)
+def test_documented_import_paths_keep_working(module: str, name: str) -> None:
+    assert getattr(importlib.import_module(module), name) is not None
+
+
+def test_the_kept_paths_hand_on_the_same_objects() -> None:
+    from agent_executor import ASK_USER, InjectionGuard, OutputGuard
+    from agent_executor.approvals import ASK_USER as ask_user_here
+    from agent_executor.injection import InjectionGuard as injection_here
+    from agent_executor.output_guard import OutputGuard as output_here
+
+    assert (ask_user_here, injection_here, output_here) == (ASK_USER, InjectionGuard, OutputGuard)
