@@ -83,13 +83,14 @@ class ServeConfig:
     def from_args(cls, args: argparse.Namespace, env: Environ) -> ServeConfig:
         """The configuration of ``serve``'s parsed flags and the environment ``env``
         (:class:`CliError` for a value that cannot be read)."""
+        _check_limits(args)
         tools = args.tools or env.get("AGENT_TOOLS")
         return cls(
             host=args.host or env.get("HOST") or cls.host,
             port=args.port if args.port is not None else _int(env, "PORT", cls.port),
             heartbeat_seconds=args.heartbeat,
             shutdown_grace_seconds=args.shutdown_grace,
-            api_keys=read_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS")),
+            api_keys=read_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS") or None),
             cors_origins=split_list(args.cors_origins),
             trusted_proxies=split_list(args.trusted_proxies),
             model=args.model or env.get("LLM_MODEL") or cls.model,
@@ -142,15 +143,24 @@ def split_list(value: str | None) -> tuple[str, ...]:
 
 
 def read_api_keys(path: str | None, inline: str | None) -> dict[str, str]:
-    """``user_id=key`` lines → {key: user_id}; blank lines and ``#`` comments are ignored."""
+    """``user_id=key`` lines → {key: user_id}; blank lines and ``#`` comments are ignored.
+
+    A source that is given must hold keys, each key once: an empty file would otherwise start
+    the service with authentication silently off, and a key shared by two users would make one
+    of them the other.
+    """
     if path:
+        source = f"--api-keys-file {path}"
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise CliError(f"cannot read the API keys file: {exc}") from exc
+    elif inline is not None:
+        source, text = "AGENT_API_KEYS", inline
     else:
-        text = inline or ""
+        return {}
     keys: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -158,8 +168,46 @@ def read_api_keys(path: str | None, inline: str | None) -> dict[str, str]:
         user, sep, key = line.partition("=")
         if not sep or not user.strip() or not key.strip():
             raise CliError(f"API keys line {number}: expected user_id=key")
-        keys[key.strip()] = user.strip()
+        key = key.strip()
+        if key in keys:
+            raise CliError(
+                f"{source}: line {number} repeats the key of line {lines[key]} (users "
+                f"{keys[key]!r} and {user.strip()!r}); give every user a key of its own"
+            )
+        keys[key], lines[key] = user.strip(), number
+    if not keys:
+        raise CliError(
+            f"{source} holds no keys (expected user_id=key lines); leave it out to run "
+            "without authentication"
+        )
     return keys
+
+
+_POSITIVE = (
+    ("--request-timeout", "request_timeout"),
+    ("--heartbeat", "heartbeat"),
+    ("--max-concurrency", "max_concurrency"),
+    ("--session-ttl", "session_ttl"),
+    ("--rate-limit-burst", "rate_limit_burst"),
+    ("--history-max-tokens", "history_max_tokens"),
+    ("--history-keep-tokens", "history_keep_tokens"),
+)
+_NOT_NEGATIVE = (("--shutdown-grace", "shutdown_grace"), ("--max-tool-calls", "max_tool_calls"))
+
+
+def _check_limits(args: argparse.Namespace) -> None:
+    """Refuse timeouts and limits that cannot work (a negative request timeout would answer
+    every request 504), naming the flag."""
+    for flag, name in _POSITIVE:
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise CliError(f"{flag} must be positive, not {value:g}")
+    for flag, name in _NOT_NEGATIVE:
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise CliError(f"{flag} must be 0 or more, not {value:g}")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise CliError(f"--port must be between 0 and 65535, not {args.port}")
 
 
 def _int(env: Environ, name: str, default: int) -> int:

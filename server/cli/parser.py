@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from agent_executor import __version__
+
 from .config import GC_THRESHOLD, ServeConfig
 
 __all__ = ["build_parser"]
@@ -23,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-executor", description="Run LLM agents as a streaming service."
     )
+    parser.add_argument("--version", action="version", version=f"agent-executor {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the HTTP service")
     _service_flags(serve.add_argument_group("HTTP service").add_argument)
@@ -153,6 +156,7 @@ def _state_flags(add: _Add) -> None:
 
 
 def _process_flags(add: _Add) -> None:
+    add("--version", action="version", version=f"agent-executor {__version__}")
     add(
         "--gc-threshold",
         type=_non_negative,

@@ -73,8 +73,6 @@ class SharedParts:
 def shared_parts(config: ServeConfig) -> SharedParts:
     """The parts of :class:`SharedParts`; Redis ones for ``--redis-url`` (with its approval
     secret unless one is given: read last, as it waits for Redis)."""
-    if config.session_ttl <= 0:
-        raise CliError("--session-ttl must be positive")
     if config.history_max_tokens is None and (
         config.history_keep_tokens is not None or config.summary_model
     ):

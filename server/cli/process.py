@@ -16,6 +16,7 @@ from prometheus_client import disable_created_metrics
 from agent_executor import AgentRouter, ChatModel, ConfigurationError, DemoModel, ModelRouter
 from agent_executor.observability import JsonLogFormatter
 
+from ..settings import Settings
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
 from .errors import CliError
@@ -43,6 +44,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             app = _announced(build_service(config))
         _tune_gc(config.gc_threshold)
+        _run(app, settings)
+    except (CliError, ConfigurationError) as exc:
+        print(f"agent-executor: {exc}", file=sys.stderr)
+        return 2
+    logger.info("agent-executor stopped")
+    return 0
+
+
+def _run(app: web.Application | Awaitable[web.Application], settings: Settings) -> None:
+    """Serve ``app`` until SIGTERM or SIGINT; an address that cannot be bound is a
+    :class:`CliError` (one line, no traceback)."""
+    try:
         web.run_app(
             app,
             host=settings.host,
@@ -52,11 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             backlog=4096,  # bursts of thousands of connects (the kernel caps it at somaxconn)
             print=None,
         )
-    except (CliError, ConfigurationError) as exc:
-        print(f"agent-executor: {exc}", file=sys.stderr)
-        return 2
-    logger.info("agent-executor stopped")
-    return 0
+    except OSError as exc:  # in use, not an address of this machine, not allowed
+        where = f"{settings.host}:{settings.port}"
+        raise CliError(f"cannot listen on {where}: {exc.strerror or exc}") from None
 
 
 async def _app_with_mcp(config: ServeConfig, mcp: MCPConfig) -> web.Application:

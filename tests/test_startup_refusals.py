@@ -1,0 +1,111 @@
+"""Start-up refuses what cannot work: one line on stderr, exit status 2 (issue 19, item 1).
+
+Each case starts the real service process (``python -m server``) as an operator would.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_executor import __version__
+
+from .server_helpers import ROOT
+
+
+def _serve(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _refused(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line a refusal printed (and nothing else on stderr)."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("agent-executor: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "holds no keys"),
+        ("# nobody yet\n\n", "holds no keys"),
+        ("alice=k\nbob=k\n", "line 2 repeats the key of line 1 (users 'alice' and 'bob')"),
+    ],
+)
+def test_an_api_keys_file_without_usable_keys_is_refused(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(content, encoding="utf-8")
+
+    line = _refused(_serve("--port", "0", "--api-keys-file", str(keys)))
+
+    assert f"--api-keys-file {keys}" in line
+    assert message in line
+
+
+def test_api_keys_from_the_environment_without_keys_are_refused() -> None:
+    line = _refused(_serve("--port", "0", env={"AGENT_API_KEYS": "# none\n"}))
+
+    assert "AGENT_API_KEYS holds no keys" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--request-timeout", "-5"], "--request-timeout must be positive, not -5"),
+        (["--request-timeout", "0"], "--request-timeout must be positive, not 0"),
+        (["--heartbeat", "0"], "--heartbeat must be positive, not 0"),
+        (["--max-concurrency", "0"], "--max-concurrency must be positive, not 0"),
+        (["--history-max-tokens", "-1"], "--history-max-tokens must be positive, not -1"),
+        (["--max-tool-calls", "-1"], "--max-tool-calls must be 0 or more, not -1"),
+        (["--shutdown-grace", "-2"], "--shutdown-grace must be 0 or more, not -2"),
+        (["--port", "70000"], "--port must be between 0 and 65535, not 70000"),
+    ],
+)
+def test_timeouts_and_limits_that_cannot_work_are_refused(argv: list[str], message: str) -> None:
+    assert _refused(_serve(*argv)) == f"agent-executor: {message}"
+
+
+def test_a_busy_port_is_one_line_not_a_traceback() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        result = _serve("--port", str(port))
+
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"agent-executor: cannot listen on 127.0.0.1:{port}: ")
+    )
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["serve", "--version"]])
+def test_version(argv: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; from server.cli import main; sys.exit(main())", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+    assert (result.returncode, result.stdout.strip()) == (0, f"agent-executor {__version__}")
