@@ -1,25 +1,9 @@
-"""Moved to :mod:`agent_executor.memory.compression`; this path keeps working."""
+"""Where :class:`HistoryCompressor` used to live:
+the code is now in :mod:`agent_executor.memory.compression`.
 
-from .memory.compression import (
-    DEFAULT_INSTRUCTIONS,
-    SUMMARY_PREFIX,
-    Compression,
-    HistoryCompressor,
-    TokenCounter,
-    compact_history,
-    estimate_tokens,
-    litellm_token_counter,
-    transcript,
-)
+This path keeps working for the names that module exports (its ``__all__``, taken whole, so
+the two cannot drift apart).
+"""
 
-__all__ = [
-    "DEFAULT_INSTRUCTIONS",
-    "SUMMARY_PREFIX",
-    "Compression",
-    "HistoryCompressor",
-    "TokenCounter",
-    "compact_history",
-    "estimate_tokens",
-    "litellm_token_counter",
-    "transcript",
-]
+from .memory.compression import *  # noqa: F403
+from .memory.compression import __all__ as __all__

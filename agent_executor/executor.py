@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._engine import (
-    OUTPUT_GUARD,
     Approvals,
     Caller,
     ConcurrencyGate,
@@ -32,7 +31,7 @@ from ._engine import (
 )
 from .approvals import ApprovalSigner
 from .command import AgentCommand
-from .errors import ConfigurationError, ErrorCode
+from .errors import ConfigurationError
 from .guards import Guard, OutputGuard, ToolResultScreen
 from .hooks import Hook, HookChain
 from .memory import ConversationStore, HistoryCompressor, InMemoryConversationStore
@@ -112,7 +111,13 @@ class AgentExecutor:
         self._compressor = history_compressor
         self._system_prompt = system_prompt
         self._signer = ApprovalSigner(approval_secret)
-        telemetry = RunTelemetry(self.metrics, Tracing(tracer), name, self.model.name)
+        telemetry = RunTelemetry(
+            self.metrics,
+            Tracing(tracer),
+            name,
+            self.model.name,
+            output_guard=output_guard is not None,
+        )
         chain = HookChain(hooks, self.metrics)
         policy = ModelPolicy(
             model_retries,
@@ -152,16 +157,14 @@ class AgentExecutor:
             telemetry=telemetry,
             settings=RunSettings(system_prompt, request_timeout, max_tool_calls),
         )
-        self._register_labels(output_guard)
+        self._register_labels()
         install_log_context()
 
-    def _register_labels(self, output_guard: OutputGuard | None) -> None:
+    def _register_labels(self) -> None:
         """Known label values start at 0, so dashboards show them before the first event."""
         self.metrics.register_tools(self.tools)
         for guard in self._guards:
             self.metrics.register_guard(guard.name, getattr(guard, "codes", ()))
-        if output_guard is not None:
-            self.metrics.register_guard(OUTPUT_GUARD, (ErrorCode.OUTPUT_BLOCKED.value,))
 
     @property
     def max_concurrency(self) -> int:

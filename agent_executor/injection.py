@@ -1,60 +1,9 @@
-"""Where :class:`InjectionGuard` used to live: the code is now in
-:mod:`agent_executor.guards.injection`.
+"""Where :class:`InjectionGuard` used to live:
+the code is now in :mod:`agent_executor.guards.injection`.
 
-This face keeps ``from agent_executor.injection import InjectionGuard`` (and every other public
-name this module had) working.
+This path keeps working for the names that module exports (its ``__all__``, taken whole, so
+the two cannot drift apart).
 """
 
-from __future__ import annotations
-
-from .guards.injection import (
-    AUTHORITY,
-    CATEGORIES,
-    DISCUSSION,
-    DISCUSSION_FACTOR,
-    ENCODED,
-    EXFILTRATION,
-    EXTRACTION,
-    HIDDEN_BOOST,
-    INDIRECT,
-    JAILBREAK,
-    LEARNED,
-    OBFUSCATION,
-    OVERRIDE,
-    REJECTION_MESSAGE,
-    SPOOFING,
-    UNTRUSTED_NOTICE,
-    Classifier,
-    InjectionGuard,
-    InjectionScore,
-    ToolResultAction,
-    normalise,
-    score_text,
-    wrap_untrusted,
-)
-
-__all__ = [
-    "AUTHORITY",
-    "CATEGORIES",
-    "DISCUSSION",
-    "DISCUSSION_FACTOR",
-    "ENCODED",
-    "EXFILTRATION",
-    "EXTRACTION",
-    "HIDDEN_BOOST",
-    "INDIRECT",
-    "JAILBREAK",
-    "LEARNED",
-    "OBFUSCATION",
-    "OVERRIDE",
-    "REJECTION_MESSAGE",
-    "SPOOFING",
-    "UNTRUSTED_NOTICE",
-    "Classifier",
-    "InjectionGuard",
-    "InjectionScore",
-    "ToolResultAction",
-    "normalise",
-    "score_text",
-    "wrap_untrusted",
-]
+from .guards.injection import *  # noqa: F403
+from .guards.injection import __all__ as __all__

@@ -1,22 +1,9 @@
-"""Moved to :mod:`agent_executor.tools.mcp`; this path keeps working (it needs the ``[mcp]``
-extra, as before)."""
+"""Where the MCP tools used to live (it needs the ``[mcp]`` extra, as before):
+the code is now in :mod:`agent_executor.tools.mcp`.
 
-from .tools.mcp import (
-    MCPConfig,
-    MCPConnectionError,
-    MCPServerConfig,
-    MCPTool,
-    MCPToolError,
-    MCPToolset,
-    load_config,
-)
+This path keeps working for the names that module exports (its ``__all__``, taken whole, so
+the two cannot drift apart).
+"""
 
-__all__ = [
-    "MCPConfig",
-    "MCPConnectionError",
-    "MCPServerConfig",
-    "MCPTool",
-    "MCPToolError",
-    "MCPToolset",
-    "load_config",
-]
+from .tools.mcp import *  # noqa: F403
+from .tools.mcp import __all__ as __all__

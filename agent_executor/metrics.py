@@ -1,12 +1,9 @@
-"""Moved to :mod:`agent_executor.observability.metrics`; this path keeps working."""
+"""Where :class:`Metrics` used to live:
+the code is now in :mod:`agent_executor.observability.metrics`.
 
-from .observability.metrics import (
-    HOOK_POINTS,
-    MODES,
-    OUTCOMES,
-    TOOL_STATUSES,
-    UNKNOWN_TOOL,
-    Metrics,
-)
+This path keeps working for the names that module exports (its ``__all__``, taken whole, so
+the two cannot drift apart).
+"""
 
-__all__ = ["HOOK_POINTS", "MODES", "OUTCOMES", "TOOL_STATUSES", "UNKNOWN_TOOL", "Metrics"]
+from .observability.metrics import *  # noqa: F403
+from .observability.metrics import __all__ as __all__

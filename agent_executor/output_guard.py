@@ -1,10 +1,9 @@
-"""Where :class:`OutputGuard` used to live: the code is now in :mod:`agent_executor.guards.output`.
+"""Where :class:`OutputGuard` used to live:
+the code is now in :mod:`agent_executor.guards.output`.
 
-This face keeps ``from agent_executor.output_guard import OutputGuard`` working.
+This path keeps working for the names that module exports (its ``__all__``, taken whole, so
+the two cannot drift apart).
 """
 
-from __future__ import annotations
-
-from .guards.output import SECRET_PATTERNS, OutputBlocked, OutputFilter, OutputGuard
-
-__all__ = ["SECRET_PATTERNS", "OutputBlocked", "OutputFilter", "OutputGuard"]
+from .guards.output import *  # noqa: F403
+from .guards.output import __all__ as __all__

@@ -1,16 +1,9 @@
-"""Where :class:`RateLimitGuard` used to live: the code is now in
-:mod:`agent_executor.guards.ratelimit`.
+"""Where :class:`RateLimitGuard` used to live:
+the code is now in :mod:`agent_executor.guards.ratelimit`.
 
-This face keeps ``from agent_executor.ratelimit import RateLimitGuard`` working.
+This path keeps working for the names that module exports (its ``__all__``, taken whole, so
+the two cannot drift apart).
 """
 
-from __future__ import annotations
-
-from .guards.ratelimit import (
-    InMemoryRateLimitStorage,
-    RateLimitGuard,
-    RateLimitStorage,
-    parse_rate,
-)
-
-__all__ = ["InMemoryRateLimitStorage", "RateLimitGuard", "RateLimitStorage", "parse_rate"]
+from .guards.ratelimit import *  # noqa: F403
+from .guards.ratelimit import __all__ as __all__

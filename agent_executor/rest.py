@@ -1,5 +1,9 @@
-"""Moved to :mod:`agent_executor.tools.rest`; this path keeps working."""
+"""Where :class:`RestTool` used to live:
+the code is now in :mod:`agent_executor.tools.rest`.
 
-from .tools.rest import RestConnectionError, RestHTTPError, RestTool, RestToolError
+This path keeps working for the names that module exports (its ``__all__``, taken whole, so
+the two cannot drift apart).
+"""
 
-__all__ = ["RestConnectionError", "RestHTTPError", "RestTool", "RestToolError"]
+from .tools.rest import *  # noqa: F403
+from .tools.rest import __all__ as __all__

@@ -9,32 +9,28 @@ permits, ``output_format`` structured output, ``assembler`` streamed tool-call f
 """
 
 from .approvals import Approvals
-from .driver import Caller, Driver, Mode, RunSettings
+from .driver import Caller, Driver, RunSettings
 from .gate import ConcurrencyGate
 from .history import Conversations
 from .loop import ReactLoop
 from .model_turn import ModelTurns
-from .state import RunFailed, RunState, drop
+from .state import drop
 from .stream import EventStream
 from .streaming import ModelPolicy
-from .telemetry import OUTPUT_GUARD, RunTelemetry
+from .telemetry import RunTelemetry
 from .tool_calls import ToolLimits, ToolRunner
 
 __all__ = [
-    "OUTPUT_GUARD",
     "Approvals",
     "Caller",
     "ConcurrencyGate",
     "Conversations",
     "Driver",
     "EventStream",
-    "Mode",
     "ModelPolicy",
     "ModelTurns",
     "ReactLoop",
-    "RunFailed",
     "RunSettings",
-    "RunState",
     "RunTelemetry",
     "ToolLimits",
     "ToolRunner",

@@ -30,9 +30,10 @@ logger = logging.getLogger("agent_executor")
 
 
 class Conversations:
-    """Loads and saves the sessions' conversations, and keeps their paused runs."""
+    """Loads and saves the sessions' conversations, and keeps their paused runs (in the
+    conversation store when it can keep them, else in this process's memory)."""
 
-    __slots__ = ("_compressor", "_fallback_pending", "_metrics", "memory")
+    __slots__ = ("_compressor", "_metrics", "memory", "pending_store")
 
     def __init__(
         self, memory: ConversationStore, compressor: HistoryCompressor | None, metrics: Metrics
@@ -40,13 +41,9 @@ class Conversations:
         self.memory = memory
         self._compressor = compressor
         self._metrics = metrics
-        self._fallback_pending = InMemoryConversationStore()
-
-    @property
-    def pending_store(self) -> PendingRunStore:
-        """Where paused runs wait: the conversation store, when it can keep them."""
-        memory = self.memory
-        return memory if isinstance(memory, PendingRunStore) else self._fallback_pending
+        self.pending_store: PendingRunStore = (
+            memory if isinstance(memory, PendingRunStore) else InMemoryConversationStore()
+        )
 
     async def load(self, command: AgentCommand) -> list[Message]:
         """The history the run continues (empty without messages or a session)."""

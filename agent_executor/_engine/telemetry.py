@@ -71,12 +71,16 @@ class RunTelemetry:
 
     __slots__ = ("_agent", "_model", "metrics", "tracing", "turn_metrics")
 
-    def __init__(self, metrics: Metrics, tracing: Tracing, agent: str, model: str) -> None:
+    def __init__(
+        self, metrics: Metrics, tracing: Tracing, agent: str, model: str, *, output_guard: bool
+    ) -> None:
         self.metrics = metrics
         self.tracing = tracing
         self.turn_metrics = TurnMetrics(metrics, model)
         self._agent = agent
         self._model = model
+        if output_guard:
+            metrics.register_guard(OUTPUT_GUARD, (ErrorCode.OUTPUT_BLOCKED.value,))
 
     # -- runs ---------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from ..observability.metrics import Metrics
 from .store import CompactableStore, ConversationStore
 
 __all__ = [
+    "DEFAULT_INSTRUCTIONS",
     "SUMMARY_PREFIX",
     "Compression",
     "HistoryCompressor",
@@ -43,6 +44,7 @@ __all__ = [
     "compact_history",
     "estimate_tokens",
     "litellm_token_counter",
+    "transcript",
 ]
 
 logger = logging.getLogger("agent_executor.compression")

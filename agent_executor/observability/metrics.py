@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from .._version import __version__
 from ..errors import ErrorCode
 
-__all__ = ["OUTCOMES", "TOOL_STATUSES", "Metrics"]
+__all__ = ["HOOK_POINTS", "MODES", "OUTCOMES", "TOOL_STATUSES", "UNKNOWN_TOOL", "Metrics"]
 
 OUTCOMES: tuple[str, ...] = ("success", "cancelled", *(code.value for code in ErrorCode))
 TOOL_STATUSES: tuple[str, ...] = (
