@@ -259,7 +259,7 @@ def test_tools_modules_are_imported(tmp_path: Path) -> None:
         (["--tools", "json"], "module 'json' defines no @tool functions"),
         (["--rate-limit", "20/fortnight"], "invalid rate '20/fortnight'"),
         (["--rate-limit-burst", "5"], "--rate-limit-burst needs --rate-limit"),
-        (["--trusted-proxies", "not-an-ip"], "trusted_proxies"),
+        (["--trusted-proxies", "not-an-ip"], "--trusted-proxies: 'not-an-ip' does not appear"),
         (["--redis-url", "http://127.0.0.1:1"], "must be a redis://, rediss:// or unix:// URL"),
         (
             ["--redis-url", "redis://:pw@127.0.0.1:1"],

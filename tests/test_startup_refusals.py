@@ -18,14 +18,18 @@ from agent_executor import __version__
 from .server_helpers import ROOT
 
 
-def _serve(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _serve(
+    *argv: str, env: dict[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m server argv``; ``env`` adds variables, or removes those set to ``None``."""
+    merged: dict[str, str | None] = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "server", *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=30,
-        env={**os.environ, **(env or {})},
+        env={name: value for name, value in merged.items() if value is not None},
     )
 
 
@@ -109,3 +113,59 @@ def test_version(argv: list[str]) -> None:
     )
 
     assert (result.returncode, result.stdout.strip()) == (0, f"agent-executor {__version__}")
+
+
+_NO_KEYS: dict[str, str | None] = dict.fromkeys(
+    ("LLM_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LLM_MODEL", "LLM_BASE_URL")
+)
+"""Variables removed from the environment (``None``)."""
+
+
+def test_a_model_no_provider_knows_is_refused() -> None:
+    line = _refused(_serve("--port", "0", "--model", "nonexistent-model-9", env=_NO_KEYS))
+
+    assert "unknown model 'nonexistent-model-9': no provider known for it" in line
+    assert "--api-base" in line
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),  # through litellm
+        ("openai/gpt-4o-mini", "OPENAI_API_KEY"),  # the fast client
+    ],
+)
+def test_a_provider_model_without_a_key_is_refused_naming_the_variable(
+    model: str, variable: str
+) -> None:
+    line = _refused(_serve("--port", "0", "--model", model, env=_NO_KEYS))
+
+    assert f"model {model!r}" in line
+    assert variable in line
+    assert "LLM_API_KEY" in line
+    assert "--api-key-file" in line
+
+
+def test_an_empty_api_key_file_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "key"
+    empty.write_text("\n\n", encoding="utf-8")
+
+    line = _refused(
+        _serve("--port", "0", "--model", "openai/gpt-4o-mini", "--api-key-file", str(empty))
+    )
+
+    assert line == f"agent-executor: --api-key-file {empty} is empty"
+
+
+def test_settings_problems_name_the_flag_not_the_field() -> None:
+    line = _refused(_serve("--port", "0", "--trusted-proxies", "not-a-network"))
+
+    assert line.startswith("agent-executor: --trusted-proxies: ")
+    assert "trusted_proxies" not in line
+
+
+def test_a_tools_module_that_is_not_there_says_where_it_looked(tmp_path: Path) -> None:
+    line = _refused(_serve("--port", "0", "--tools", "no_such_tools_module"))
+
+    assert "cannot import tools from 'no_such_tools_module'" in line
+    assert str(ROOT) in line

@@ -33,12 +33,13 @@ __all__ = ["Service", "build_service", "build_service_with_mcp"]
 
 @dataclass(frozen=True)
 class Service:
-    """A built service: its settings, its agent (or agents behind a router) and the app
-    serving them (not yet running)."""
+    """A built service: its settings, its agent (or agents behind a router), the app
+    serving them (not yet running) and the parts the agents share (guards, stores)."""
 
     settings: Settings
     agents: AgentExecutor | AgentRouter
     app: web.Application
+    parts: SharedParts
 
 
 def build_service(config: ServeConfig, mcp_tools: Sequence[Tool] = ()) -> Service:
@@ -100,16 +101,16 @@ class _OwnTools:
 def _assemble(
     config: ServeConfig, settings: Settings, own: _OwnTools, mcp_tools: Sequence[Tool]
 ) -> Service:
+    shared = shared_parts(config)
     agents: AgentExecutor | AgentRouter
     if config.agents is not None:
-        agents = _agent_router(config, config.agents, own.per_agent, mcp_tools)
+        agents = _agent_router(config, shared, config.agents, own.per_agent, mcp_tools)
     else:
         tools = [*(own.single or ()), *mcp_tools]
         if own.single is None and not config.mcp_config:
             tools = list(DEMO_TOOLS)
-        shared = shared_parts(config)
         agents = _executor(config, shared, chat_model(config), tools)
-    return Service(settings, agents, create_app(agents, settings))
+    return Service(settings, agents, create_app(agents, settings), shared)
 
 
 def _executor(
@@ -145,12 +146,12 @@ def _executor(
 
 def _agent_router(
     config: ServeConfig,
+    shared: SharedParts,
     agents_file: AgentsFile,
     own_tools: Mapping[str, Sequence[Tool]],
     mcp_tools: Sequence[Tool],
 ) -> AgentRouter:
     """One executor per agent, all sharing the :class:`SharedParts` and the limits."""
-    shared = shared_parts(config)
     executors: dict[str, AgentExecutor] = {}
     for name, agent in agents_file.agents.items():
         what = f"agent {name!r}"

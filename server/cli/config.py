@@ -16,7 +16,6 @@ from pydantic import ValidationError
 
 from agent_executor.models import ModelClient
 
-from ..schemas import describe_validation_error
 from ..settings import Settings
 from .agents_file import AgentsFile, load_agents_file
 from .errors import CliError
@@ -50,7 +49,7 @@ class ServeConfig:
     # The model.
     model: str = "demo"  # --model, LLM_MODEL
     api_base: str | None = None  # --api-base, LLM_BASE_URL
-    api_key: str | None = None  # --api-key, LLM_API_KEY
+    api_key: str | None = None  # --api-key, --api-key-file, LLM_API_KEY
     model_client: ModelClient = "auto"  # --model-client
     temperature: float | None = None  # LLM_TEMPERATURE
     # The agents and their tools.
@@ -95,7 +94,7 @@ class ServeConfig:
             trusted_proxies=split_list(args.trusted_proxies),
             model=args.model or env.get("LLM_MODEL") or cls.model,
             api_base=args.api_base or env.get("LLM_BASE_URL"),
-            api_key=args.api_key or env.get("LLM_API_KEY"),
+            api_key=args.api_key or _read_secret(args.api_key_file) or env.get("LLM_API_KEY"),
             model_client=args.model_client,
             temperature=_temperature(env),
             tool_modules=split_list(tools) if tools else None,
@@ -134,7 +133,7 @@ class ServeConfig:
                 shutdown_grace_seconds=self.shutdown_grace_seconds,
             )
         except ValidationError as exc:
-            raise CliError(describe_validation_error(exc)) from None
+            raise CliError(_flag_problems(exc)) from None
 
 
 def split_list(value: str | None) -> tuple[str, ...]:
@@ -208,6 +207,44 @@ def _check_limits(args: argparse.Namespace) -> None:
             raise CliError(f"{flag} must be 0 or more, not {value:g}")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise CliError(f"--port must be between 0 and 65535, not {args.port}")
+
+
+_FLAGS = {
+    "host": "--host",
+    "port": "--port",
+    "heartbeat_seconds": "--heartbeat",
+    "shutdown_grace_seconds": "--shutdown-grace",
+    "cors_origins": "--cors-origins",
+    "trusted_proxies": "--trusted-proxies",
+    "api_keys": "--api-keys-file",
+}
+"""The flag of each :class:`Settings` field a flag sets."""
+
+
+def _flag_problems(exc: ValidationError) -> str:
+    """What is wrong with the settings, each problem named by its flag, not its field."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        field = str(error["loc"][0]) if error["loc"] else ""
+        message = str(error["msg"]).removeprefix("Value error, ")
+        flag = _FLAGS.get(field, field)
+        problems.append(f"{flag}: {message}" if flag else message)
+    return "; ".join(problems)
+
+
+def _read_secret(path: str | None) -> str | None:
+    """The secret held by the file at ``path`` (its first non-blank line), so it needs to
+    appear neither in the process list nor in the environment."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read --api-key-file {path}: {exc.strerror or exc}") from None
+    secret = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if not secret:
+        raise CliError(f"--api-key-file {path} is empty")
+    return secret
 
 
 def _int(env: Environ, name: str, default: int) -> int:

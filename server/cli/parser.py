@@ -40,7 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _service_flags(add: _Add) -> None:
     add("--host", help=f"address to listen on (env HOST; default {_DEFAULT.host})")
     add("--port", type=int, help=f"port to listen on (env PORT; default {_DEFAULT.port})")
-    add("--api-keys-file", help="file of user_id=key lines (env AGENT_API_KEYS: same content)")
+    add(
+        "--api-keys-file",
+        metavar="FILE",
+        help="clients' keys, one user_id=key line each; /api and /v1 then need "
+        "'Authorization: Bearer KEY' (env AGENT_API_KEYS: same content; default: no auth)",
+    )
     add("--cors-origins", help="comma-separated origins allowed by CORS ('*' for any)")
     add(
         "--trusted-proxies",
@@ -62,9 +67,20 @@ def _service_flags(add: _Add) -> None:
 
 
 def _model_flags(add: _Add) -> None:
-    add("--model", help="'demo' or a litellm model such as openai/gpt-4o-mini (env LLM_MODEL)")
+    add(
+        "--model",
+        help="'demo' (offline, the default), openai/MODEL (the fast OpenAI-compatible client), "
+        "or another provider's model through litellm, e.g. anthropic/claude-sonnet-4-5 "
+        "(env LLM_MODEL); start-up refuses an unknown provider or a missing key",
+    )
     add("--api-base", help="base URL of an OpenAI-compatible server (env LLM_BASE_URL)")
-    add("--api-key", help="API key of the model provider (env LLM_API_KEY)")
+    add(
+        "--api-key",
+        help="API key of the model provider; prefer env LLM_API_KEY or --api-key-file, as a "
+        "flag shows in the process list (default: the provider's own variable, e.g. "
+        "OPENAI_API_KEY)",
+    )
+    add("--api-key-file", metavar="FILE", help="file holding the model provider's API key")
     add(
         "--model-client",
         choices=("auto", "fast", "litellm"),
@@ -131,8 +147,9 @@ def _state_flags(add: _Add) -> None:
     )
     add(
         "--approval-secret",
-        help="secret signing approval tokens, so they outlive a restart "
-        "(env AGENT_APPROVAL_SECRET; default: random per process)",
+        help="secret signing approval tokens, so they outlive a restart; prefer env "
+        "AGENT_APPROVAL_SECRET, as a flag shows in the process list (default: random per "
+        "process, or shared through --redis-url)",
     )
     add(
         "--session-ttl",

@@ -24,6 +24,7 @@ from agent_executor.memory import InMemoryConversationStore
 from agent_executor.models import resolve_model
 
 from .config import ServeConfig
+from .credentials import check_credentials
 from .errors import CliError
 
 __all__ = ["SharedParts", "chat_model", "shared_parts"]
@@ -124,14 +125,15 @@ def chat_model(
     """The model of the configuration; ``name``, ``api_base``, ``api_key`` override it (an
     agent or the router of ``--agents``). ``temperature``: apply LLM_TEMPERATURE."""
     name = name or config.model
+    api_base, api_key = api_base or config.api_base, api_key or config.api_key
     params: dict[str, Any] = {}
     if temperature and config.temperature is not None:
         params["temperature"] = config.temperature
     try:
         model = resolve_model(
             name,
-            api_base=api_base or config.api_base,
-            api_key=api_key or config.api_key,
+            api_base=api_base,
+            api_key=api_key,
             client=config.model_client,
             **({} if name == "demo" else params),
         )
@@ -139,6 +141,7 @@ def chat_model(
         raise CliError(str(exc)) from None
     if isinstance(model, LiteLLMModel):
         model.preload()  # import litellm now (seconds), not on the first request
+    check_credentials(model, api_base, api_key)
     return model
 
 

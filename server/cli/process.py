@@ -3,9 +3,11 @@ until SIGTERM."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
@@ -13,10 +15,11 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from prometheus_client import disable_created_metrics
 
-from agent_executor import AgentRouter, ChatModel, ConfigurationError, DemoModel, ModelRouter
+from agent_executor import ConfigurationError
 from agent_executor.observability import JsonLogFormatter
 
 from ..settings import Settings
+from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
 from .errors import CliError
@@ -38,40 +41,66 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = ServeConfig.from_args(args, os.environ)
         _configure_logging(config.log_format, config.log_level)
         settings = config.settings()
-        app: web.Application | Awaitable[web.Application]
+        service: Service | Awaitable[Service]
         if config.mcp_config:
-            app = _app_with_mcp(config, _mcp_config(config.mcp_config))
+            service = build_service_with_mcp(config, _mcp_config(config.mcp_config))
         else:
-            app = _announced(build_service(config))
+            service = build_service(config)
         _tune_gc(config.gc_threshold)
-        _run(app, settings)
+        asyncio.run(_serve(service, settings, config))
     except (CliError, ConfigurationError) as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        pass
     logger.info("agent-executor stopped")
     return 0
 
 
-def _run(app: web.Application | Awaitable[web.Application], settings: Settings) -> None:
-    """Serve ``app`` until SIGTERM or SIGINT; an address that cannot be bound is a
-    :class:`CliError` (one line, no traceback)."""
+async def _serve(
+    service: Service | Awaitable[Service], settings: Settings, config: ServeConfig
+) -> None:
+    """Serve until SIGTERM or SIGINT, saying where only once the address is bound (so the
+    line names the real port of ``--port 0``); an address that cannot be bound is a
+    :class:`CliError` (one line, no traceback). On the signal, running streams get
+    ``--shutdown-grace`` seconds to finish before the app's cleanup."""
+    if not isinstance(service, Service):
+        service = await service
+    runner = web.AppRunner(
+        service.app,
+        handler_cancellation=True,
+        shutdown_timeout=settings.shutdown_grace_seconds + 5,
+    )
+    await runner.setup()
     try:
-        web.run_app(
-            app,
-            host=settings.host,
-            port=settings.port,
-            handler_cancellation=True,
-            shutdown_timeout=settings.shutdown_grace_seconds + 5,
+        site = web.TCPSite(
+            runner,
+            settings.host,
+            settings.port,
             backlog=4096,  # bursts of thousands of connects (the kernel caps it at somaxconn)
-            print=None,
         )
-    except OSError as exc:  # in use, not an address of this machine, not allowed
-        where = f"{settings.host}:{settings.port}"
-        raise CliError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        try:
+            await site.start()
+        except OSError as exc:  # in use, not an address of this machine, not allowed
+            where = f"{settings.host}:{settings.port}"
+            raise CliError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        announce(service, config, runner.addresses)
+        await _signalled()
+    finally:
+        await runner.cleanup()
 
 
-async def _app_with_mcp(config: ServeConfig, mcp: MCPConfig) -> web.Application:
-    return _announced(await build_service_with_mcp(config, mcp))
+async def _signalled() -> None:
+    """Return on SIGTERM or SIGINT."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
 
 
 def _mcp_config(path: str) -> MCPConfig:
@@ -83,45 +112,6 @@ def _mcp_config(path: str) -> MCPConfig:
         return load_config(path)
     except ConfigurationError as exc:
         raise CliError(str(exc)) from None
-
-
-def _announced(service: Service) -> web.Application:
-    """``service``'s app, once the log says where it listens and what it serves."""
-    settings, agents = service.settings, service.agents
-    if not isinstance(agents, AgentRouter):
-        logger.info(
-            "agent-executor listening on http://%s:%d (model: %s; tools: %s)",
-            settings.host,
-            settings.port,
-            _describe(agents.model),
-            ", ".join(agents.tools) or "none",
-        )
-        return service.app
-    router = agents.router
-    logger.info(
-        "agent-executor listening on http://%s:%d with %d agents (default: %s; router: %s)",
-        settings.host,
-        settings.port,
-        len(agents.agents),
-        agents.default,
-        f"model {router.model.name}, timeout {agents.route_timeout:g} s"
-        if isinstance(router, ModelRouter)
-        else "none, requests without 'agent' go to the default",
-    )
-    for name, executor in agents.agents.items():
-        logger.info(
-            "agent %s (model: %s; tools: %s)",
-            name,
-            _describe(executor.model),
-            ", ".join(executor.tools) or "none",
-        )
-    return service.app
-
-
-def _describe(model: ChatModel) -> str:
-    if isinstance(model, DemoModel):
-        return "demo (offline DemoModel, no API key needed)"
-    return model.name
 
 
 def _tune_gc(threshold: int) -> None:

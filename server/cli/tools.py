@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -54,6 +56,14 @@ def agent_tools(config: AgentsFile, default_modules: Iterable[str]) -> dict[str,
     return tools
 
 
+def _look_in_working_directory() -> None:
+    """Find modules of the working directory, as ``python -m`` would: the console script
+    starts without it on ``sys.path``, so ``--tools mytools`` missed ``./mytools.py``."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
 def _import(name: str) -> ModuleType:
     try:
         if name.endswith(".py"):
@@ -64,6 +74,15 @@ def _import(name: str) -> ModuleType:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             return module
+        _look_in_working_directory()
         return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name.partition(".")[0]:
+            raise CliError(f"cannot import tools from {name!r}: {exc}") from exc
+        raise CliError(
+            f"cannot import tools from {name!r}: no module of that name in {Path.cwd()} "
+            "or the installed packages (a file elsewhere can be named by its path, "
+            "e.g. ./tools/my_tools.py)"
+        ) from None
     except Exception as exc:
         raise CliError(f"cannot import tools from {name!r}: {exc}") from exc

@@ -1,0 +1,107 @@
+"""What the start-up log says once the service is bound: where it listens (the real address,
+so ``--port 0`` shows its port), what it serves, and what protects it.
+
+An operator's first question after start-up is whether the service is open to anyone; the
+lines here answer it (auth, rate limit, guards, where state lives) without reading the flags.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from yarl import URL
+
+from agent_executor import AgentRouter, ChatModel, DemoModel, ModelRouter
+
+from .build import Service
+from .config import ServeConfig
+
+__all__ = ["announce", "listening_urls"]
+
+logger = logging.getLogger("server")
+
+
+def announce(service: Service, config: ServeConfig, addresses: Sequence[Any]) -> None:
+    """Log where ``service`` listens (``addresses``: the bound sockets' names), its agents
+    and its protections."""
+    where = ", ".join(listening_urls(addresses))
+    agents = service.agents
+    if isinstance(agents, AgentRouter):
+        router = agents.router
+        logger.info(
+            "agent-executor listening on %s with %d agents (default: %s; router: %s)",
+            where,
+            len(agents.agents),
+            agents.default,
+            f"model {router.model.name}, timeout {agents.route_timeout:g} s"
+            if isinstance(router, ModelRouter)
+            else "none, requests without 'agent' go to the default",
+        )
+        for name, executor in agents.agents.items():
+            logger.info(
+                "agent %s (model: %s; tools: %s)",
+                name,
+                _describe(executor.model),
+                ", ".join(executor.tools) or "none",
+            )
+    else:
+        logger.info(
+            "agent-executor listening on %s (model: %s; tools: %s)",
+            where,
+            _describe(agents.model),
+            ", ".join(agents.tools) or "none",
+        )
+    for line in _protections(service, config):
+        logger.info("%s", line)
+
+
+def listening_urls(addresses: Sequence[Any]) -> list[str]:
+    """``http://host:port`` of each bound socket name (IPv6 hosts in brackets)."""
+    urls = []
+    for address in addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            host, port = address[0], address[1]
+            urls.append(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
+        else:
+            urls.append(str(address))
+    return urls
+
+
+def _protections(service: Service, config: ServeConfig) -> list[str]:
+    keys = len(service.settings.api_keys)
+    users = len(set(service.settings.api_keys.values()))
+    auth = (
+        f"auth: on ({keys} API keys of {users} users; /api and /v1 need a Bearer key)"
+        if keys
+        else "auth: OFF (anyone who reaches this address can run the agents; "
+        "give --api-keys-file to require keys)"
+    )
+    if config.rate_limit:
+        burst = f", burst {config.rate_limit_burst}" if config.rate_limit_burst else ""
+        limit = f"rate limit: {config.rate_limit} per user or client address{burst}"
+    else:
+        limit = "rate limit: off (give --rate-limit N/PERIOD)"
+    parts = service.parts
+    guards = [type(guard).__name__ for guard in parts.guards]
+    if parts.output_guard is not None:
+        guards.append(type(parts.output_guard).__name__)
+    state = (
+        f"state: Redis at {_redacted(parts.redis_url)} (shared by replicas)"
+        if parts.redis_url
+        else "state: this process's memory (not shared; lost on restart)"
+    )
+    return [auth, limit, f"guards: {', '.join(guards) or 'none'}", state]
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password."""
+    parsed = URL(url)
+    return str(parsed.with_password("***")) if parsed.password else url
+
+
+def _describe(model: ChatModel) -> str:
+    if isinstance(model, DemoModel):
+        return "demo (offline DemoModel, no API key needed)"
+    return model.name
