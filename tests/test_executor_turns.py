@@ -88,6 +88,7 @@ async def test_text_tool_text() -> None:
         MessageEvent("Checking. "),
         ToolStartEvent(tool="get_weather", call_id="c1", arguments={"city": "Paris"}),
         ToolEndEvent(tool="get_weather", call_id="c1", status="success", duration_ms=0),
+        MessageEvent("\n\n"),  # the paragraph break between the turns, a message of its own
         MessageEvent("It "),
         MessageEvent("is "),
         MessageEvent("21 "),
@@ -95,6 +96,7 @@ async def test_text_tool_text() -> None:
         DoneEvent(finish_reason="stop", usage=None, tool_calls=[weather], duration_ms=0),
     ]
     second = executor.model.requests[1]  # type: ignore[attr-defined]
+    # the turn's own message, without the break the reader got
     assert second.messages[-2] == AssistantMessage(
         content="Checking. ", tool_calls=(second.messages[-2].tool_calls[0],)
     )

@@ -140,7 +140,7 @@ async def test_split_interleaved_tool_calls_and_the_follow_up_request(
     assert done.usage == Usage(input_tokens=60, output_tokens=14)
     assert [r.result for r in done.tool_calls] == ["sunny in Lyon", "noon in CET"]
     text = "".join(e.text for e in events if isinstance(e, MessageEvent))
-    assert text == "CheckingSunny at noon."
+    assert text == "Checking\n\nSunny at noon."
     follow_up = server.requests[1]["messages"]
     assistant = follow_up[1]
     assert (assistant["role"], assistant["content"]) == ("assistant", "Checking")

@@ -46,10 +46,12 @@ async def test_exact_bytes_of_a_scripted_run_in_text_mode() -> None:
         b"id: 3\nevent: message\ndata: see.\n\n"
         b"id: 4\nevent: tool_start\ndata: get_weather\n\n"
         b"id: 5\nevent: tool_end\ndata: get_weather\n\n"
-        b"id: 6\nevent: message\ndata: Sunny \n\n"
-        b"id: 7\nevent: message\ndata: in \n\n"
-        b"id: 8\nevent: message\ndata: Oslo.\n\n"
-        b"id: 9\nevent: done\ndata: \n\n"
+        # the paragraph break between the turns: an empty line twice, as three data lines
+        b"id: 6\nevent: message\ndata: \ndata: \ndata: \n\n"
+        b"id: 7\nevent: message\ndata: Sunny \n\n"
+        b"id: 8\nevent: message\ndata: in \n\n"
+        b"id: 9\nevent: message\ndata: Oslo.\n\n"
+        b"id: 10\nevent: done\ndata: \n\n"
     )
 
 

@@ -79,8 +79,7 @@ async def stream_turn(
     text filter.
     """
     started = time.perf_counter()
-    state = _TurnState()
-    first_text = len(output.texts)
+    state = _TurnState(len(output.texts))
     try:
         stream, first = await _open(model, request, policy, metrics)
         try:
@@ -95,7 +94,7 @@ async def stream_turn(
         raise
     metrics.record(started, state.usage, ok=True)
     return ModelResponse(
-        text="".join(output.texts[first_text:]),
+        text="".join(output.texts[state.text_from :]),
         tool_calls=tuple(state.assembler.calls()),
         finish_reason=state.finish_reason,
         usage=state.usage,
@@ -105,9 +104,22 @@ async def stream_turn(
 
 
 class _TurnState:
-    __slots__ = ("assembler", "finish_reason", "provider_fields", "reasoning", "usage")
+    """One turn's parts. ``text_from``: where the turn's text starts in the run's deltas;
+    ``pending_break``: an earlier turn wrote text, so this turn's first text is set apart."""
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "assembler",
+        "finish_reason",
+        "pending_break",
+        "provider_fields",
+        "reasoning",
+        "text_from",
+        "usage",
+    )
+
+    def __init__(self, text_from: int) -> None:
+        self.text_from = text_from
+        self.pending_break = text_from > 0
         self.assembler = ToolCallAssembler()
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
@@ -212,6 +224,8 @@ async def _consume(
                     first = not texts
                     if first:
                         output.on_first_text()
+                    elif state.pending_break:
+                        _break_between_turns(state, output)
                     texts.append(text)
                     emit(MessageEvent(text))
                     if first:
@@ -236,7 +250,7 @@ async def _consume(
             try:
                 chunk = await next_chunk()
             except StopAsyncIteration:
-                _flush(output)
+                _flush(state, output)
                 return
             if monotonic() >= next_refresh:
                 scope.deadline = anyio.current_time() + idle + slack
@@ -261,20 +275,37 @@ def _release_reasoning(text: str, output: TurnOutput) -> None:
         output.emit(ReasoningEvent(text))
 
 
-def _flush(output: TurnOutput) -> None:
+def _flush(state: _TurnState, output: TurnOutput) -> None:
     """The stream ended: release what the output guard's filters still hold back."""
     if output.reasoning_filter is not None:
         _release_reasoning(output.reasoning_filter.flush(), output)
     if output.text_filter is not None:
-        _release(output.text_filter.flush(), output)
+        _release(output.text_filter.flush(), state, output)
 
 
-def _release(text: str, output: TurnOutput) -> None:
+def _release(text: str, state: _TurnState, output: TurnOutput) -> None:
     if text:
         if not output.texts:
             output.on_first_text()
+        elif state.pending_break:
+            _break_between_turns(state, output)
         output.texts.append(text)
         output.emit(MessageEvent(text))
+
+
+def _break_between_turns(state: _TurnState, output: TurnOutput) -> None:
+    """Set this turn's text apart from the last turn's with a paragraph break, a message of
+    its own: "Let me check the weather." then tools then "It is sunny." would otherwise read
+    "...weather.It is sunny." in every transcript built from the stream. The break is the
+    run's text (what the user reads, ``AgentResult.content``), not the turn's own message."""
+    state.pending_break = False
+    texts = output.texts
+    tail = (texts[-2] + texts[-1] if len(texts) > 1 else texts[-1])[-2:]
+    gap = "" if tail == "\n\n" else "\n" if tail.endswith("\n") else "\n\n"
+    if gap:
+        texts.append(gap)
+        state.text_from = len(texts)
+        output.emit(MessageEvent(gap))
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:
