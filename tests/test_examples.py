@@ -91,3 +91,38 @@ async def test_the_starlette_example_forwards_the_stream_as_sse() -> None:
         if line.startswith('data: {"text"')
     ]
     assert "In Rome it is" in "".join(texts)
+
+
+@pytest.mark.timeout(90)
+def test_the_readme_embed_snippet_runs_and_reports_a_failed_run(tmp_path: Path) -> None:
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert 'model="openai/gpt-4o-mini"' in snippet
+    offline = tmp_path / "embed_demo.py"
+    offline.write_text(snippet.replace('"openai/gpt-4o-mini"', '"demo"'), encoding="utf-8")
+    # a real provider model pointed at a closed port: the run fails, and the snippet says so
+    failing = tmp_path / "embed_failing.py"
+    failing.write_text(
+        snippet.replace(
+            'model="openai/gpt-4o-mini"',
+            'model=OpenAICompatModel("openai/gpt-4o-mini", base_url="http://127.0.0.1:9/v1", '
+            'api_key="k")',
+        ).replace(
+            "from agent_executor import ",
+            "from agent_executor import OpenAICompatModel, ",
+        ),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+
+    demo = subprocess.run(
+        [sys.executable, str(offline)], capture_output=True, encoding="utf-8", env=env, timeout=60
+    )
+    failed = subprocess.run(
+        [sys.executable, str(failing)], capture_output=True, encoding="utf-8", env=env, timeout=60
+    )
+
+    assert demo.returncode == 0, demo.stderr
+    assert "Sunny in Oslo" in demo.stdout
+    assert failed.returncode == 0, failed.stderr
+    assert failed.stderr.strip().splitlines()[-1].startswith("llm_error: ")
