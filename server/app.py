@@ -13,7 +13,7 @@ from aiohttp import web
 
 from agent_executor import AgentExecutor, AgentRouter
 
-from . import routes
+from . import routes, static_files
 from .middleware import Middleware, auth_middleware, cors_middleware, request_middleware
 from .openai_api import add_openai_routes
 from .settings import Settings
@@ -38,7 +38,8 @@ def create_app(
     if settings.cors_origins:
         middlewares.append(cors_middleware(settings))
     if settings.api_keys:
-        middlewares.append(auth_middleware(settings, routes.PUBLIC_HANDLERS))
+        public = routes.PUBLIC_HANDLERS | static_files.PUBLIC_HANDLERS
+        middlewares.append(auth_middleware(settings, public))
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=middlewares)
     app[AGENTS] = router
     app[SETTINGS] = settings
@@ -54,6 +55,7 @@ def create_app(
     app[STATE] = ServiceState(metrics=metrics, streams=streams)
     app.on_startup.append(_start_streams)
     routes.add_routes(app)
+    static_files.add_static_routes(app)
     add_openai_routes(app)
     app.on_shutdown.append(_drain_streams)
     app.on_cleanup.append(_close)

@@ -3,8 +3,11 @@
 Playwright drives Debian's Chromium (``apt-get install chromium``); no browser is ever downloaded.
 Without ``/usr/bin/chromium`` the tests are skipped, except on CI (``CI=true``), where they fail.
 The service runs as a subprocess with ``tests/browser_tools.py``, whose ``get_weather`` takes a
-second, so the tool indicator can be seen. The reasoning test serves the app in this process
-instead, on a ``ScriptedModel`` that streams reasoning before its answer.
+second, so the running tool can be seen. The reasoning test serves the app in this process
+instead, on a ``ScriptedModel`` that streams reasoning before its answer. The page's newer parts
+(API key, approvals, ``ask_user``, Stop, Markdown) are tested in ``tests/test_chat_page.py``,
+which reuses the fixtures and helpers here. Tests save a screenshot under
+``tests/artifacts/screenshots/`` (not committed) to look at when one fails.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestServer
-from playwright.async_api import Browser, Page, Request, Route, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    Locator,
+    Page,
+    Request,
+    Route,
+    async_playwright,
+    expect,
+)
 from prometheus_client import CollectorRegistry
 
 from agent_executor import AgentExecutor
@@ -51,6 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOOLS = Path(__file__).with_name("browser_tools.py")
 SESSION_KEY = "agent-executor.session_id"  # the sessionStorage key used by the page
 WAIT_MS = 10_000  # upper bound of every UI wait (the demo model answers in ~2 s)
+SCREENSHOTS = ROOT / "tests" / "artifacts" / "screenshots"
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
 
@@ -63,6 +76,11 @@ class Service:
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
+    return chromium_path()
+
+
+def chromium_path() -> str:
+    """Debian's Chromium; without it the test is skipped (and fails on CI)."""
     if not CHROMIUM.exists():
         message = f"{CHROMIUM} is missing (apt-get install chromium)"
         if os.environ.get("CI") == "true":
@@ -94,13 +112,13 @@ def _wait_healthy(base_url: str, process: subprocess.Popen[bytes], log_path: Pat
     pytest.fail(f"the service did not become healthy within 10 s:\n{log_path.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def service(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+@contextmanager
+def run_service(log_path: Path, *args: str) -> Iterator[Service]:
+    """``python -m server`` on 127.0.0.1 with ``args``, its output in ``log_path``."""
     port = _free_port()
-    log_path = tmp_path_factory.mktemp("browser") / "service.log"
     command = [
         sys.executable, "-m", "server", "--host", "127.0.0.1", "--port", str(port),
-        "--model", "demo", "--tools", str(TOOLS), "--heartbeat", "15", "--shutdown-grace", "1",
+        "--heartbeat", "15", "--shutdown-grace", "1", *args,
     ]  # fmt: skip
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -120,8 +138,22 @@ def service(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             process.wait()
 
 
+@pytest.fixture(scope="module")
+def service(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    log_path = tmp_path_factory.mktemp("browser") / "service.log"
+    with run_service(log_path, "--model", "demo", "--tools", str(TOOLS)) as service:
+        yield service
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser(chromium: str) -> AsyncIterator[Browser]:
+    async with launched(chromium) as browser:
+        yield browser
+
+
+@asynccontextmanager
+async def launched(chromium: str) -> AsyncIterator[Browser]:
+    """A headless Chromium driven by Playwright, closed on the way out."""
     # launch() already gives every run a fresh temporary profile (user data dir)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
@@ -165,34 +197,59 @@ async def chat_events(page: Page) -> list[dict[str, Any]]:
     return events
 
 
-PARTIAL_TEXT = """() => {
+async def screenshot(page: Page, name: str) -> None:
+    """Save what the page looks like now as ``tests/artifacts/screenshots/<name>.png``."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+def words(text: str | None) -> str:
+    """``text`` with its whitespace normalised (rendered Markdown adds line breaks)."""
+    return " ".join((text or "").split())
+
+
+ANSWER_TEXT = """(bubble) => [...bubble.querySelectorAll('.answer > .text')]
+  .map((block) => block.textContent).join(' ')"""
+
+
+async def answer_text(bubble: Locator) -> str:
+    """The model's text in a reply bubble (not its tool records, cards, notes or errors)."""
+    return words(await bubble.evaluate(ANSWER_TEXT))
+
+
+PARTIAL_TEXT = f"""() => {{
   const bubble = [...document.querySelectorAll('.message.assistant')].at(-1);
-  return bubble && !bubble.classList.contains('done') && bubble.textContent
-    ? bubble.textContent : null;
-}"""
+  const text = bubble ? ({ANSWER_TEXT})(bubble) : '';
+  return bubble && !bubble.classList.contains('done') && text.trim() ? text : null;
+}}"""
 
 
 async def check_weather_reply(page: Page, city: str, replies_before: int) -> None:
     """The question about ``city`` was just sent: watch the reply stream in, with its tool."""
-    indicator = page.locator("#tools .tool-indicator", has_text="get_weather")
-    await expect(indicator).to_be_visible(timeout=WAIT_MS)
-    await expect(indicator).to_have_text("Checking get_weather…")
-    call_id = await indicator.get_attribute("data-call-id")
+    reply = page.locator(".message.assistant").nth(replies_before)
+    record = reply.locator("details.tool-call")
+    await expect(record).to_have_attribute("data-status", "running", timeout=WAIT_MS)
+    await expect(record.locator("summary")).to_have_text("get_weather running…")
+    call_id = await record.get_attribute("data-call-id")
     assert call_id
     await expect(page.locator("#input")).to_be_disabled()
+    await expect(page.locator("#stop")).to_be_visible()
     # the tool takes a second: the text so far is on the page, the reply is not finished
-    partial = await (await page.wait_for_function(PARTIAL_TEXT, timeout=WAIT_MS)).json_value()
+    partial = words(
+        await (await page.wait_for_function(PARTIAL_TEXT, timeout=WAIT_MS)).json_value()
+    )
 
-    await expect(indicator).to_have_count(0, timeout=WAIT_MS)
-    reply = page.locator(".message.assistant").nth(replies_before)
+    await expect(record).to_have_attribute("data-status", "success", timeout=WAIT_MS)
     await expect(reply).to_have_class(re.compile(r"\bdone\b"), timeout=WAIT_MS)
     await expect(reply).to_contain_text(city)
-    final = await reply.text_content()
-    assert final is not None
+    final = await answer_text(reply)
     assert 0 < len(partial) < len(final)
     assert final.startswith(partial)
+    await expect(record).to_have_count(1)  # the record stays, folded, with how it went
+    await expect(record.locator("summary")).to_have_text(re.compile(r"^get_weather success · "))
     await expect(page.locator("#input")).to_be_enabled()
-    await expect(page.locator("#error")).to_be_hidden()
+    await expect(page.locator("#stop")).to_be_hidden()
+    await expect(page.locator(".turn-error")).to_have_count(0)
 
     events = await chat_events(page)
     types = [event["type"] for event in events]
@@ -211,7 +268,7 @@ async def check_weather_reply(page: Page, city: str, replies_before: int) -> Non
     assert end["status"] == "success"
     assert this_reply[-1]["data"]["finish_reason"] == "stop"
     streamed = "".join(e["data"]["text"] for e in this_reply if e["type"] == "message")
-    assert streamed == final
+    assert words(streamed) == final
 
 
 async def test_fetch_stream_shows_tool_and_growing_text_and_keeps_the_session(
@@ -225,6 +282,7 @@ async def test_fetch_stream_shows_tool_and_growing_text_and_keeps_the_session(
 
     await ask(page, "And the weather in Rome?")
     await check_weather_reply(page, "Rome", replies_before=1)
+    await screenshot(page, "weather-fetch")
 
     assert [request.method for request in requests] == ["POST", "POST"]
     bodies = [json.loads(request.post_data or "") for request in requests]
@@ -304,12 +362,12 @@ def stream_runs(base_url: str) -> float:
     )
 
 
-async def test_empty_message_is_not_sent_and_http_errors_show_in_the_banner(
+async def test_empty_message_is_not_sent_and_http_errors_show_in_the_transcript(
     page: Page,
 ) -> None:
     requests = record_stream_requests(page)
     await page.goto("/")
-    send, error = page.locator("#send"), page.locator("#error")
+    send, error = page.locator("#send"), page.locator(".message.assistant .turn-error")
 
     # an empty (or blank) message is prevented on the page: Send stays disabled, Enter does nothing
     await expect(send).to_be_disabled()
@@ -317,7 +375,7 @@ async def test_empty_message_is_not_sent_and_http_errors_show_in_the_banner(
     await expect(send).to_be_disabled()
     await page.locator("#input").press("Enter")
     await expect(page.locator(".message.user")).to_have_count(0)
-    await expect(error).to_be_hidden()
+    await expect(error).to_have_count(0)
 
     # a request the service refuses (session_id over 256 characters): its 400 JSON error is shown
     await page.evaluate(f"sessionStorage.setItem('{SESSION_KEY}', 'x'.repeat(300))")
@@ -327,16 +385,17 @@ async def test_empty_message_is_not_sent_and_http_errors_show_in_the_banner(
     await expect(error).to_contain_text("HTTP 400")
     await expect(error).to_contain_text("session_id")
     await expect(page.locator("#input")).to_be_enabled()
-    await expect(page.locator(".message.assistant")).to_have_count(0)
+    await expect(page.locator(".message.assistant.failed")).to_have_count(1)  # kept
+    await screenshot(page, "http-400")
     assert len(requests) == 1  # only the refused one: the blank message never left the page
     assert requests[0].method == "POST"
 
 
-async def test_error_event_shows_in_the_banner_and_the_next_message_clears_it(
+async def test_an_error_event_stays_in_the_transcript_after_the_next_message(
     page: Page,
 ) -> None:
     await page.goto("/")
-    error = page.locator("#error")
+    failed, error = page.locator(".message.assistant").first, page.locator(".turn-error")
 
     await ask(page, "hello\x07")  # control characters are refused by InputValidationGuard
     await expect(error).to_be_visible(timeout=WAIT_MS)
@@ -347,8 +406,14 @@ async def test_error_event_shows_in_the_banner_and_the_next_message_clears_it(
     assert types == ["error", "done"]
 
     await ask(page, "hello")
-    await expect(page.locator(".message.assistant.done")).to_have_count(1, timeout=WAIT_MS)
-    await expect(error).to_be_hidden()
+    answered = page.locator(".message.assistant").nth(1)
+    await expect(answered).to_have_class(re.compile(r"\bdone\b"), timeout=WAIT_MS)
+    await expect(answered.locator(".turn-error")).to_have_count(0)
+    # the failed reply keeps its bubble and its error
+    await expect(failed).to_have_class(re.compile(r"\bfailed\b"))
+    await expect(failed.locator(".turn-error")).to_contain_text("invalid_input")
+    await expect(error).to_have_count(1)
+    await screenshot(page, "error-kept")
 
 
 TRICKY_STREAM = (
@@ -446,9 +511,7 @@ async def ask_my_time_zone(page: Page) -> tuple[dict[str, Any], str]:
     await expect(reply).to_have_class(re.compile(r"\bdone\b"), timeout=WAIT_MS)
     await expect(page.locator("#input")).to_be_enabled()
     [stream] = streams
-    text = await reply.text_content()
-    assert text is not None
-    return json.loads(stream.post_data or ""), text
+    return json.loads(stream.post_data or ""), await answer_text(reply)
 
 
 async def test_the_page_answers_the_browser_time_zone_tool(tokyo_page: Page) -> None:
@@ -471,7 +534,7 @@ async def test_the_page_answers_the_browser_time_zone_tool(tokyo_page: Page) -> 
         "\U0001f9ed browser time zone: Asia/Tokyo"
     )
     await expect(page.locator(".tool-note.failed")).to_have_count(0)
-    await expect(page.locator("#error")).to_be_hidden()
+    await expect(page.locator(".turn-error")).to_have_count(0)
 
     events = await chat_events(page)
     types = [event["type"] for event in events]
@@ -511,7 +574,7 @@ async def test_a_refused_tool_result_shows_its_error(tokyo_page: Page) -> None:
     _, reply = await ask_my_time_zone(page)
 
     assert "Asia/Tokyo" in reply
-    error = page.locator("#error")
+    error = page.locator(".message.assistant .turn-error")
     await expect(error).to_be_visible()
     await expect(error).to_contain_text("tool result: HTTP 502")
     await expect(error).to_contain_text("the proxy lost the answer")
@@ -544,7 +607,8 @@ async def test_a_tool_the_page_does_not_run_is_answered_with_an_error(page: Page
     await page.goto("/")
     await ask(page, "take a picture")
 
-    await expect(page.locator(".message.assistant.done")).to_have_text("No camera then.")
+    reply = page.locator(".message.assistant.done")
+    await expect(reply.locator(".answer > .text")).to_have_text("No camera then.")
     await expect(page.locator(".tool-note")).to_contain_text("open_camera")
     await page.wait_for_function(
         "window.__toolAnswers.length === 1 && window.__toolAnswers[0].status === 200",
@@ -600,7 +664,7 @@ async def test_reasoning_is_folded_above_the_answer(
         # while the model reasons: the block is there, says so, and stays folded
         await expect(summary).to_have_text("Thinking…", timeout=WAIT_MS)
         await expect(reply).not_to_have_class(re.compile(r"\bdone\b"))
-        await expect(reply.locator(".answer")).to_have_text("")
+        await expect(reply.locator(".answer > .text")).to_have_count(0)
         assert await details.evaluate("(el) => el.open") is False
         await expect(thought).to_be_hidden()
 
@@ -611,7 +675,7 @@ async def test_reasoning_is_folded_above_the_answer(
         # the block comes first in the bubble, the answer after it, and only the answer is
         # the answer
         assert await reply.evaluate("(el) => el.firstElementChild.tagName") == "DETAILS"
-        answer = await reply.locator(".answer").text_content()
+        answer = await answer_text(reply)
         assert answer == "".join(ANSWER)
         assert all(piece.strip() not in answer for piece in REASONING)
         assert await thought.text_content() == "".join(REASONING)
@@ -619,7 +683,8 @@ async def test_reasoning_is_folded_above_the_answer(
         await summary.click()  # unfolded on demand
         await expect(thought).to_be_visible()
         await expect(thought).to_have_text("".join(REASONING))
-        await expect(page.locator("#error")).to_be_hidden()
+        await expect(page.locator(".turn-error")).to_have_count(0)
+        await screenshot(page, f"reasoning-{transport}")
 
         events = await chat_events(page)
         assert [e["data"] for e in events if e["type"] == "reasoning"] == [
