@@ -4,6 +4,7 @@
 
     AgentExecutorError            base of everything this package raises
     ├── ConfigurationError        invalid executor, tool or model configuration (raised early)
+    │   └── MissingExtraError     a feature's optional extra is not installed (an ImportError too)
     ├── ModelError                a model call failed; ``retryable`` says if another try may help
     │   └── ScriptExhaustedError  a ScriptedModel was called more often than scripted
     ├── GuardRejection            raised by a guard to refuse a run (code, message, retry_after)
@@ -26,6 +27,7 @@ __all__ = [
     "HookRejection",
     "MCPConnectionError",
     "MCPToolError",
+    "MissingExtraError",
     "ModelError",
     "RestConnectionError",
     "RestHTTPError",
@@ -57,6 +59,15 @@ class AgentExecutorError(Exception):
 
 class ConfigurationError(AgentExecutorError):
     """Raised at construction time for an invalid executor, tool or model configuration."""
+
+
+class MissingExtraError(ModuleNotFoundError, ConfigurationError):
+    """Raised when a feature is imported or built without the optional extra it needs.
+
+    The message names the extra and its ``pip install`` command; ``name`` is the missing module.
+    An ``ImportError`` for ``except ImportError`` around optional imports, and a
+    ``ConfigurationError`` for code that catches those at construction time.
+    """
 
 
 class ModelError(AgentExecutorError):

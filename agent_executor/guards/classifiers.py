@@ -28,6 +28,7 @@ import anyio
 import anyio.to_thread
 import orjson
 
+from .._extras import requires_extra
 from ..context import RunContext
 from ..errors import ConfigurationError, ErrorCode, GuardRejection, ModelError
 from ..messages import SystemMessage, UserMessage
@@ -50,7 +51,6 @@ INJECTION_LABELS: tuple[str, ...] = ("INJECTION", "JAILBREAK", "MALICIOUS", "UNS
 FailMode: TypeAlias = Literal["open", "closed"]
 """What :class:`LLMJudgeGuard` returns when the judge fails: ``open`` 0.0, ``closed`` 1.0."""
 
-_INSTALL = 'pip install "agent-executor[onnx]"'
 _FEEDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 _DTYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32"}
 
@@ -156,15 +156,10 @@ class ONNXClassifier:
 def _import_runtime() -> tuple[Any, Any]:
     """``onnxruntime`` and ``tokenizers``, imported on first use: the core package runs
     without them."""
-    try:
+    with requires_extra("onnx", "ONNXClassifier"):
         import numpy  # noqa: F401
         import onnxruntime
         import tokenizers
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"ONNXClassifier needs onnxruntime, tokenizers and numpy ({exc.name} is missing): "
-            f"{_INSTALL}"
-        ) from None
     return onnxruntime, tokenizers
 
 

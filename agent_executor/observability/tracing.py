@@ -2,7 +2,8 @@
 
 Off unless asked for: ``AgentExecutor(tracer=True)`` uses the global tracer provider (configure
 the SDK and an exporter as usual), ``tracer=some_tracer`` a given ``opentelemetry.trace.Tracer``.
-It needs the ``[otel]`` extra; without it, asking for tracing raises ``ConfigurationError``.
+It needs the ``[otel]`` extra; without it, asking for tracing raises ``MissingExtraError`` (a
+``ConfigurationError`` and an ``ImportError``) naming the extra.
 When off, every call here is a cheap no-op and ``opentelemetry`` is never imported.
 
 Attribute names follow the OpenTelemetry GenAI semantic conventions: ``gen_ai.operation.name``
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError
+from .._extras import requires_extra
 from .logs import set_trace_id
 
 if TYPE_CHECKING:
@@ -40,13 +41,9 @@ class Tracing:
         self._error_status: Any = None
         if tracer is None or tracer is False:
             return
-        try:
+        with requires_extra("otel", "tracing (AgentExecutor(tracer=...))"):
             from opentelemetry import trace
             from opentelemetry.trace import Status, StatusCode
-        except ImportError as exc:
-            raise ConfigurationError(
-                "tracing needs OpenTelemetry: pip install 'agent-executor[otel]'"
-            ) from exc
         self._tracer = trace.get_tracer("agent_executor") if tracer is True else tracer
         self._error_status = lambda message: Status(StatusCode.ERROR, message)
 

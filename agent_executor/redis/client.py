@@ -10,11 +10,12 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import ConfigurationError, StoreUnavailable
+from .._extras import requires_extra
+from ..errors import StoreUnavailable
 
-if TYPE_CHECKING:
+with requires_extra("redis", "agent_executor.redis"):
     from redis.asyncio import Redis
 
 __all__ = ["RedisPart", "connect", "shared_secret"]
@@ -24,15 +25,10 @@ logger = logging.getLogger("agent_executor.redis")
 
 def connect(url: str, **options: Any) -> Redis:
     """A ``redis.asyncio`` client for ``url`` with timeouts that suit a request path."""
-    try:
-        from redis.asyncio import Redis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import ExponentialBackoff
-        from redis.exceptions import ConnectionError, TimeoutError
-    except ImportError:  # pragma: no cover - depends on the install
-        raise ConfigurationError(
-            "Redis support needs the redis package: pip install 'agent-executor[redis]'"
-        ) from None
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialBackoff
+    from redis.exceptions import ConnectionError, TimeoutError
+
     options.setdefault("socket_timeout", 5.0)
     options.setdefault("socket_connect_timeout", 2.0)
     options.setdefault("health_check_interval", 30)

@@ -33,17 +33,20 @@ from typing import Any, Literal, TextIO
 from urllib.parse import urlsplit
 
 import anyio
-import httpx2
-from mcp import Client, StdioServerParameters
-from mcp import types as mcp_types
-from mcp.client import Transport
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._extras import requires_extra
 from .._version import __version__
 from ..errors import ConfigurationError, MCPConnectionError, MCPToolError
 from .base import Tool, serialize_result
+
+with requires_extra("mcp", __name__):
+    import httpx2
+    from mcp import Client, StdioServerParameters
+    from mcp import types as mcp_types
+    from mcp.client import Transport
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
 
 __all__ = [
     "MCPConfig",

@@ -36,9 +36,12 @@ itself never imports it.
 
 from __future__ import annotations
 
-from ._message import MARKDOWN_LIMIT, default_tool_label
-from ._pacing import SharedRateLimitRetryHandler, WorkspaceBudget, workspace_budget
-from ._streamer import SlackResult, SlackStreamer
+from ..._extras import requires_extra
+
+with requires_extra("slack", __name__):  # the streamer and its pacing import slack_sdk
+    from ._message import MARKDOWN_LIMIT, default_tool_label
+    from ._pacing import SharedRateLimitRetryHandler, WorkspaceBudget, workspace_budget
+    from ._streamer import SlackResult, SlackStreamer
 
 __all__ = [
     "MARKDOWN_LIMIT",
