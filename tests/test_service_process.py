@@ -75,7 +75,11 @@ def test_sigterm_ends_a_running_stream_with_error_and_done_then_exits_0() -> Non
     events = [line.removeprefix("event: ") for line in frames if line.startswith("event: ")]
     data = [line.removeprefix("data: ") for line in frames if line.startswith("data: ")]
     assert events[-2:] == ["error", "done"]
-    assert json.loads(data[-2]) == {"code": "overloaded", "message": "the server is shutting down"}
+    assert json.loads(data[-2]) == {
+        "code": "unavailable",
+        "message": "the server is shutting down",
+        "retry_after": 5,
+    }
     assert json.loads(data[-1])["finish_reason"] == "error"
 
 
