@@ -87,7 +87,11 @@ class HealthChecks:
 
 
 async def _all(pings: list[Ping]) -> None:
-    await asyncio.gather(*(ping() for ping in pings))
+    """Every ping, to its end; the first failure raised."""
+    outcomes = await asyncio.gather(*(ping() for ping in pings), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 def _pings(executors: Iterable[AgentExecutor]) -> dict[str, list[Ping]]:

@@ -19,7 +19,7 @@ import anyio
 import httpx
 import pytest
 
-from agent_executor import ModelError
+from agent_executor import InMemoryConversationStore, ModelError
 
 from .fakes.openai_server import FakeOpenAIServer, Stream, text_stream
 from .helpers import make_executor
@@ -208,3 +208,49 @@ async def test_health_and_readiness_need_no_api_key() -> None:
         statuses = [(await client.get(path)).status_code for path in ("/api/health", "/api/ready")]
 
     assert statuses == [200, 200]
+
+
+class ProbedStore(InMemoryConversationStore):
+    """A conversation store with a health check, as the Redis parts have: ``ping()`` under the
+    check name ``redis``; it can be made to hang, as a Redis that stopped answering would."""
+
+    health_check = "redis"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pings = 0
+        self.hang = False
+
+    async def ping(self) -> None:
+        self.pings += 1
+        if self.hang:
+            await anyio.sleep(30)
+
+
+async def test_a_redis_that_hangs_is_down_after_half_a_second_and_probes_share_pings(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = ProbedStore()
+    executor = make_executor([], memory=store)
+
+    async with serve(executor) as client:
+        first = await client.get("/api/health")
+        store.hang = True
+        await anyio.sleep(1.05)  # the last answer is reused for one second
+        started = time.monotonic()
+        probes = []
+
+        async def probe() -> None:
+            probes.append(await client.get("/api/ready"))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(10):
+                tg.start_soon(probe)
+        waited = time.monotonic() - started
+
+    assert first.json()["data"]["checks"] == {"model": "ok", "redis": "ok"}
+    assert [p.status_code for p in probes] == [503] * 10
+    assert waited < 2  # one round of pings, bounded by its 0.5 s timeout
+    assert store.pings == 2  # the first probe's and the one round the ten shared
+    downs = [r for r in caplog.records if r.getMessage().startswith("health: redis is down")]
+    assert len(downs) == 1 and "no answer within 0.5 s" in downs[0].getMessage()
