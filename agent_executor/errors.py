@@ -51,6 +51,7 @@ class ErrorCode(str, Enum):
     LLM_ERROR = "llm_error"
     INTERNAL_ERROR = "internal_error"
     OUTPUT_BLOCKED = "output_blocked"
+    UNAVAILABLE = "unavailable"
 
 
 class AgentExecutorError(Exception):
@@ -166,4 +167,4 @@ class MCPToolError(AgentExecutorError):
 
 class StoreUnavailable(AgentExecutorError):
     """A shared store (Redis) could not be reached or failed; the run fails with
-    ``internal_error`` and this message, and the next request tries again."""
+    ``unavailable`` and this message (which names no host), and the next request tries again."""

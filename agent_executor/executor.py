@@ -20,6 +20,7 @@ from ._engine import (
     Conversations,
     Driver,
     EventStream,
+    ModelHealth,
     ModelPolicy,
     ModelTurns,
     ReactLoop,
@@ -107,6 +108,8 @@ class AgentExecutor:
         self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
         self.metrics = Metrics.for_registry(metrics)
         self.tool_results = ToolResults() if tool_results is None else tool_results
+        self.model_health = ModelHealth()
+        """What the last model calls say about the model's endpoint (``model_health.down``)."""
         self._guards = tuple(guards)
         self._compressor = history_compressor
         self._system_prompt = system_prompt
@@ -141,6 +144,7 @@ class AgentExecutor:
             telemetry,
             output_guard,
             reasoning_events,
+            self.model_health,
         )
         self._gate = ConcurrencyGate(
             max_concurrency, max_queue=max_queue, queue_timeout=queue_timeout, metrics=self.metrics

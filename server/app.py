@@ -14,6 +14,7 @@ from aiohttp import web
 from agent_executor import AgentExecutor, AgentRouter
 
 from . import routes, static_files
+from .health import HealthChecks
 from .middleware import Middleware, auth_middleware, cors_middleware, request_middleware
 from .openai_api import add_openai_routes
 from .settings import Settings
@@ -52,7 +53,7 @@ def create_app(
         heartbeat_seconds=settings.heartbeat_seconds,
         write_timeout_seconds=settings.write_timeout_seconds,
     )
-    app[STATE] = ServiceState(metrics=metrics, streams=streams)
+    app[STATE] = ServiceState(metrics=metrics, streams=streams, health=HealthChecks(router))
     app.on_startup.append(_start_streams)
     routes.add_routes(app)
     static_files.add_static_routes(app)

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Collection
 
 from aiohttp import web
 
-from .errors import error_for
+from .errors import error_for, stamp_request_id
 from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings
 
@@ -28,7 +28,8 @@ Middleware = Callable[..., Awaitable[web.StreamResponse]]
 @web.middleware
 async def request_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Give the request its id (``X-Request-Id``: the caller's if sane, else a new one, echoed
-    back), and answer every error as JSON ``{"error": ...}``: no input ever yields a traceback."""
+    back), and answer every error in the service's JSON error shape (OpenAI's under ``/v1/``),
+    aiohttp's own 404, 405 and 413 included: no input ever yields a traceback or an HTML page."""
     incoming = request.headers.get("X-Request-Id", "")
     request_id = (
         incoming if 0 < len(incoming) <= 128 and incoming.isprintable() else (uuid.uuid4().hex)
@@ -39,15 +40,7 @@ async def request_middleware(request: web.Request, handler: Handler) -> web.Stre
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        if exc.content_type == "application/json":
-            response = exc
-        else:
-            message = (
-                exc.reason
-                if exc.text is None or exc.text.startswith(f"{exc.status}:")
-                else exc.text
-            )
-            response = error_for(request, exc.status, message, **_kept_headers(exc))
+        response = error_for(request, exc.status, _message(request, exc), **_kept_headers(exc))
     except asyncio.CancelledError:
         raise
     except Exception:
@@ -55,7 +48,20 @@ async def request_middleware(request: web.Request, handler: Handler) -> web.Stre
         response = error_for(request, 500, f"internal error (request id {request_id})")
     if not response.prepared:
         response.headers["X-Request-Id"] = request_id
+        stamp_request_id(response, request_id)
     return response
+
+
+def _message(request: web.Request, exc: web.HTTPException) -> str:
+    """What an aiohttp error says, in words a client can act on."""
+    if exc.status == 404:
+        return f"there is no endpoint at {request.path}"
+    if exc.status == 405:
+        allowed = exc.headers.get("Allow", "")
+        return f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
+    if exc.text is None or exc.text.startswith(f"{exc.status}:"):
+        return exc.reason
+    return exc.text
 
 
 def _kept_headers(exc: web.HTTPException) -> dict[str, str]:

@@ -6,13 +6,12 @@ the answer in OpenAI's format — ``chat.completion`` or a stream of ``chat.comp
 ending in ``data: [DONE]``. Errors use OpenAI's shape and statuses (400, 401, 404, 429 with
 ``Retry-After``, 500, 503), because OpenAI clients retry 429 and 5xx by themselves. For the
 same reason a streamed request is refused with an HTTP status, not an in-stream error, when its
-run fails before the first event (a guard's rejection, a full queue): the first event is taken
-before the response starts.
+run fails before the first event (a guard's rejection, a full queue, an unreachable model): the
+first event is taken before the response starts, as on ``/api/chat/stream``.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Literal
 
@@ -36,7 +35,7 @@ from agent_executor import (
     UserMessage,
 )
 
-from .errors import STATUS_BY_CODE, openai_error, status_for
+from .errors import STATUS_BY_CODE, openai_error, retry_after_seconds
 from .request import Caller, json_object, shutdown_refusal, validated
 from .state import AGENTS, STATE
 
@@ -127,16 +126,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if result.error is not None:
             return _run_error(result.error)
         return web.json_response(_completion(caller.request_id, body.model, result))
-    events = caller.stream(executor, command)
-    first = await anext(events, None)
-    if isinstance(first, ErrorEvent):
-        await events.aclose()
-        return _run_error(
-            ErrorInfo(code=first.code, message=first.message, retry_after=first.retry_after)
-        )
     include_usage = bool((body.stream_options or {}).get("include_usage"))
     encoder = ChunkEncoder(caller.request_id, body.model, include_usage)
-    return await request.app[STATE].streams.respond(request, events, encoder, first)
+    events = caller.stream(executor, command)
+    return await request.app[STATE].streams.respond(request, events, encoder, _run_error)
 
 
 async def _parse(
@@ -195,11 +188,12 @@ def _command(caller: Caller, body: ChatCompletionRequest) -> AgentCommand:
     )
 
 
-def _run_error(error: ErrorInfo) -> web.Response:
+def _run_error(error: ErrorInfo | ErrorEvent) -> web.Response:
+    status = STATUS_BY_CODE.get(error.code, 500)
     headers = {}
-    if error.retry_after is not None:
-        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
-    return openai_error(status_for(error), error.message, code=error.code, **headers)
+    if error.retry_after is not None or status in (429, 503):
+        headers["Retry-After"] = str(retry_after_seconds(error.retry_after))
+    return openai_error(status, error.message, code=error.code, **headers)
 
 
 def _usage(usage: Usage | None) -> dict[str, int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
@@ -16,15 +15,23 @@ from agent_executor import (
     AgentExecutor,
     AgentSelectedEvent,
     ConfigurationError,
+    ErrorCode,
     StoreUnavailable,
 )
 from agent_executor.tools import Delivery
 
-from .errors import json_error, status_for
+from .errors import RETRY_AFTER_SECONDS, json_error, run_error
 from .request import Caller, json_object, query_object, shutdown_refusal, validated
-from .schemas import ChatRequest, HealthData, HealthResponse, ToolResultRequest, openapi_document
+from .schemas import (
+    ChatRequest,
+    ErrorDetail,
+    HealthData,
+    HealthResponse,
+    ToolResultRequest,
+    openapi_document,
+)
 from .sse import AgentEventEncoder
-from .state import AGENTS, STATE, STATIC_DIR
+from .state import AGENTS, REQUEST_ID, STATE, STATIC_DIR
 
 __all__ = ["PUBLIC_HANDLERS", "add_routes"]
 
@@ -39,13 +46,18 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/chat/tool-result", tool_result)
     app.router.add_delete("/api/sessions/{session_id}", delete_session)
     app.router.add_get("/api/health", health)
+    app.router.add_get("/api/ready", ready)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/openapi.json", openapi)
     app.router.add_get("/", index)
 
 
 async def chat_stream(request: web.Request) -> web.StreamResponse:
-    """Run an agent and stream its events as SSE (POST with a JSON body, or GET with a query)."""
+    """Run an agent and stream its events as SSE (POST with a JSON body, or GET with a query).
+
+    A run that fails before its first event is answered with its HTTP status and the JSON
+    error, as ``POST /api/chat`` would; later errors are ``error`` events, then ``done``.
+    """
     caller = Caller.of(request)
     parsed = await _parse(request, caller)
     if isinstance(parsed, web.Response):
@@ -60,12 +72,18 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
     # Not held for as long as the stream is open:
     del parsed, caller, chat_request, executor, command
     return await request.app[STATE].streams.respond(
-        request, events, encoder, selection, agent=agent
+        request,
+        events,
+        encoder,
+        lambda error: run_error(error, **{"X-Agent": agent}),
+        before=selection,
+        agent=agent,
     )
 
 
 async def chat(request: web.Request) -> web.Response:
-    """Run an agent and answer with its ``AgentResult`` (status from the error code)."""
+    """Run an agent and answer with its ``AgentResult``, or with the JSON error (its status
+    from the error code) if the run failed."""
     caller = Caller.of(request)
     parsed = await _parse(request, caller)
     if isinstance(parsed, web.Response):
@@ -75,14 +93,12 @@ async def chat(request: web.Request) -> web.Response:
     if refusal is not None:
         return refusal
     result = await caller.run(executor, command)
-    headers = {"X-Request-Id": caller.request_id, "X-Agent": executor.name}
-    if result.error is not None and result.error.retry_after is not None:
-        headers["Retry-After"] = str(math.ceil(result.error.retry_after))
+    if result.error is not None:
+        return run_error(result.error, **{"X-Agent": executor.name})
     return web.Response(
         body=result.model_dump_json(),
-        status=status_for(result.error),
         content_type="application/json",
-        headers=headers,
+        headers={"X-Request-Id": caller.request_id, "X-Agent": executor.name},
     )
 
 
@@ -139,16 +155,54 @@ async def delete_session(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
-    """``{"success": true, "data": {"status": "healthy", "timestamp", "uptime"}}``."""
+    """Liveness: ``{"success": true, "data": {"status", "timestamp", "uptime", "checks"}}``,
+    always 200; ``status`` is ``degraded`` while a check is down. With ``?ready=1`` it is the
+    readiness probe (:func:`ready`)."""
+    if request.query.get("ready", "") not in ("", "0", "false"):
+        return await ready(request)
+    return _health_response(HealthResponse(data=await _health_data(request)))
 
-    state = request.app[STATE]
-    body = HealthResponse(
-        data=HealthData(
-            timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-            uptime=round(time.monotonic() - state.started_monotonic, 3),
-        )
+
+async def ready(request: web.Request) -> web.Response:
+    """Readiness: the health answer, but 503 (``success: false`` and an ``unavailable`` error
+    naming what is down) while degraded, so a load balancer sends requests elsewhere."""
+    data = await _health_data(request)
+    down = sorted(name for name, state in data.checks.items() if state == "down")
+    if not down:
+        return _health_response(HealthResponse(data=data))
+    error = ErrorDetail(
+        code=ErrorCode.UNAVAILABLE,
+        message=f"not ready: {', '.join(down)} down",
+        request_id=request[REQUEST_ID],
+        retry_after=RETRY_AFTER_SECONDS,
     )
-    return web.Response(body=body.model_dump_json(), content_type="application/json")
+    return _health_response(
+        HealthResponse(success=False, data=data, error=error),
+        status=503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+async def _health_data(request: web.Request) -> HealthData:
+    state = request.app[STATE]
+    checks = await state.health.run()
+    return HealthData(
+        status="degraded" if "down" in checks.values() else "healthy",
+        timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+        uptime=round(time.monotonic() - state.started_monotonic, 3),
+        checks=checks,
+    )
+
+
+def _health_response(
+    body: HealthResponse, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=body.model_dump_json(exclude_none=True),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -184,8 +238,8 @@ def _distinct(parts: Iterable[_T]) -> list[_T]:
 async def _parse(
     request: web.Request, caller: Caller
 ) -> tuple[ChatRequest, AgentExecutor, AgentCommand, AgentSelectedEvent | None] | web.Response:
-    """Validate a chat request and pick its agent; a 400 ``{"error": ...}`` response if anything
-    is wrong. The agent is the one named, the one whose run a resume continues, or the router's
+    """Validate a chat request and pick its agent; a 400 JSON error response if anything is
+    wrong. The agent is the one named, the one whose run a resume continues, or the router's
     pick (then announced by the returned event)."""
     data = query_object(request) if request.method == "GET" else await json_object(request)
     if isinstance(data, web.Response):
@@ -202,6 +256,6 @@ async def _parse(
 
 
 PUBLIC_HANDLERS: frozenset[Callable[[web.Request], Awaitable[web.StreamResponse]]] = frozenset(
-    {health, metrics, openapi, index}
+    {health, ready, metrics, openapi, index}
 )
 """Handlers that need no API key."""

@@ -13,15 +13,19 @@ from agent_executor import (
     Approval,
     AssistantMessage,
     ClientTool,
+    ErrorCode,
     Message,
     SystemMessage,
     UserMessage,
     __version__,
 )
 
+from .errors import ServiceErrorCode
+
 __all__ = [
     "ChatMessage",
     "ChatRequest",
+    "ErrorDetail",
     "ErrorResponse",
     "HealthData",
     "HealthResponse",
@@ -152,23 +156,48 @@ class ToolResultRequest(BaseModel):
         return self
 
 
-class ErrorResponse(BaseModel):
-    """Every 4xx/5xx answer of the service."""
+class ErrorDetail(BaseModel):
+    """What went wrong, for a client to act on (the details an operator needs are in the server
+    log, under ``request_id``)."""
 
-    error: str
+    code: ErrorCode | ServiceErrorCode = Field(
+        description="A run's error code, or the service's own (see docs/http-api.md)."
+    )
+    message: str = Field(description="What is wrong, in words.")
+    request_id: str | None = Field(
+        default=None, description="The request's X-Request-Id, under which the log has it."
+    )
+    retry_after: int | None = Field(
+        default=None, description="Seconds to wait before trying again (429, 503)."
+    )
+
+
+class ErrorResponse(BaseModel):
+    """Every non-2xx answer of the service outside ``/v1/``."""
+
+    error: ErrorDetail
 
 
 class HealthData(BaseModel):
-    status: Literal["healthy"] = "healthy"
+    status: Literal["healthy", "degraded"] = Field(
+        default="healthy", description="degraded while a check is down."
+    )
     timestamp: str = Field(description="ISO-8601, UTC.")
     uptime: float = Field(description="Seconds since the service started.")
+    checks: dict[str, Literal["ok", "down"]] = Field(
+        default_factory=dict,
+        description="Each part a run needs: model (from the model's recent calls) and redis "
+        "(a PING, when Redis is configured).",
+    )
 
 
 class HealthResponse(BaseModel):
-    """``GET /api/health``."""
+    """``GET /api/health`` (always 200 while the process runs) and ``GET /api/ready`` (503,
+    with ``success: false`` and an ``error``, while degraded)."""
 
     success: bool = True
     data: HealthData
+    error: ErrorDetail | None = None
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -206,6 +235,97 @@ _SSE_EVENT: dict[str, Any] = {
 }
 
 
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _error(description: str) -> dict[str, Any]:
+    """A response in the service's error shape."""
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": _ref("ErrorResponse")}},
+    }
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer", "minimum": 1}}
+}
+
+
+def _retry(response: dict[str, Any]) -> dict[str, Any]:
+    return {**response, "headers": _RETRY_AFTER}
+
+
+_REQUEST_ERRORS = {
+    "400": _error("Invalid request (invalid_input)"),
+    "401": _error("Missing or wrong API key (unauthorized)"),
+    "413": _error("Body too large (payload_too_large)"),
+}
+
+_RUN_ERRORS = {
+    "400": _error(
+        "Invalid request, or a run refused as invalid_input (e.g. too long) or injection_detected"
+    ),
+    "401": _error("Missing or wrong API key (unauthorized)"),
+    "403": _error(
+        "Refused by a hook (hook_rejected), or the answer withheld by the output guard "
+        "(output_blocked)"
+    ),
+    "413": _error("Body too large (payload_too_large)"),
+    "422": _error("No answer in the requested format (unsupported_format)"),
+    "429": _retry(_error("Rate limited (rate_limited)")),
+    "500": _error("Internal error (internal_error); the log has it under the request id"),
+    "502": _error("The model call failed (llm_error); the log has the provider's reason"),
+    "503": _retry(
+        _error(
+            "No capacity (overloaded), or a shared store down or the server shutting down "
+            "(unavailable)"
+        )
+    ),
+    "504": _error("The run did not finish in time (timeout)"),
+}
+"""A failed or refused run: on ``/api/chat`` always, on the stream before its first event."""
+
+_OPENAI_ERRORS = {
+    status: {"description": f"{description} (OpenAI error shape)"}
+    for status, description in [
+        ("400", "Invalid request, or a run refused as invalid input"),
+        ("401", "Missing or wrong API key"),
+        ("403", "Refused by a hook or the output guard"),
+        ("404", "Unknown model (agent)"),
+        ("413", "Body too large"),
+        ("422", "No answer in the requested format"),
+        ("429", "Rate limited (Retry-After)"),
+        ("500", "Internal error"),
+        ("502", "The model call failed"),
+        ("503", "No capacity, a store down or shutting down (Retry-After)"),
+        ("504", "The run did not finish in time"),
+    ]
+}
+
+
+def _health_get(summary: str, parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "parameters": parameters,
+            "responses": {
+                "200": _json("The checks (status healthy or degraded)", _ref("HealthResponse")),
+                "503": _retry(
+                    _json(
+                        "Readiness only: degraded (success false, error unavailable)",
+                        _ref("HealthResponse"),
+                    )
+                ),
+            },
+        }
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     """OpenAPI 3.1 description of the JSON endpoints, generated from the models above."""
     _, schemas = models_json_schema(
@@ -214,57 +334,23 @@ def openapi_document() -> dict[str, Any]:
         ref_template="#/components/schemas/{model}",
     )
     components = schemas.get("$defs", {})
-
-    def ref(name: str) -> dict[str, str]:
-        return {"$ref": f"#/components/schemas/{name}"}
-
-    def error(description: str) -> dict[str, Any]:
-        return {
-            "description": description,
-            "content": {"application/json": {"schema": ref("ErrorResponse")}},
-        }
-
-    bad = {
-        "400": error("Invalid request"),
-        "401": error("Missing or wrong API key"),
-        "413": error("Body too large"),
-    }
-
-    def failed_run(description: str, *, or_error: bool = False) -> dict[str, Any]:
-        schema: dict[str, Any] = ref("AgentResult")
-        if or_error:
-            schema = {"anyOf": [ref("ErrorResponse"), ref("AgentResult")]}
-        return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-    chat_failures = {
-        "400": failed_run(
-            "Invalid request ({error: str}), or a run refused as invalid_input or "
-            "injection_detected (its AgentResult)",
-            or_error=True,
-        ),
-        "403": failed_run(
-            "The run was refused by a hook (hook_rejected), or its answer was withheld by the "
-            "output guard (output_blocked)"
-        ),
-        "422": failed_run("No answer in the requested format (unsupported_format)"),
-        "429": failed_run("Rate limited (rate_limited); see Retry-After"),
-        "500": failed_run("Internal error", or_error=True),
-        "502": failed_run("The model failed (llm_error)"),
-        "503": failed_run(
-            "No capacity (overloaded), or the server is shutting down ({error: str})",
-            or_error=True,
-        ),
-        "504": failed_run("The run did not finish in time (timeout)"),
-    }
-    chat_body = {"required": True, "content": {"application/json": {"schema": ref("ChatRequest")}}}
+    chat_body = {"required": True, "content": {"application/json": {"schema": _ref("ChatRequest")}}}
     sse = {
-        "description": "Server-Sent Events: message, tool_start, tool_end, error, done",
-        "content": {"text/event-stream": {"itemSchema": ref("ServerSentEvent")}},
+        "description": "Server-Sent Events: message, tool_start, tool_end, error, done (a run "
+        "failing after the first event ends with error, then done)",
+        "content": {"text/event-stream": {"itemSchema": _ref("ServerSentEvent")}},
     }
     query = [
         {"name": name, "in": "query", "required": name == "message", "schema": {"type": "string"}}
         for name in ("message", "session_id", "user_id", "system_prompt", "agent")
     ] + [{"name": "events", "in": "query", "schema": {"type": "string", "enum": ["text", "json"]}}]
+    ready_query = {
+        "name": "ready",
+        "in": "query",
+        "required": False,
+        "description": "1: answer as the readiness probe (GET /api/ready)",
+        "schema": {"type": "string"},
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "agent-executor", "version": __version__},
@@ -274,13 +360,8 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Run the agent and return the finished result",
                     "requestBody": chat_body,
                     "responses": {
-                        "200": {
-                            "description": "The run's result (also for failed runs, "
-                            "with a status for the error code)",
-                            "content": {"application/json": {"schema": ref("AgentResult")}},
-                        },
-                        **bad,
-                        **chat_failures,
+                        "200": _json("The run's result", _ref("AgentResult")),
+                        **_RUN_ERRORS,
                     },
                 }
             },
@@ -288,12 +369,12 @@ def openapi_document() -> dict[str, Any]:
                 "post": {
                     "summary": "Run the agent, streaming events",
                     "requestBody": chat_body,
-                    "responses": {"200": sse, **bad},
+                    "responses": {"200": sse, **_RUN_ERRORS},
                 },
                 "get": {
                     "summary": "Run the agent, streaming events (for EventSource)",
                     "parameters": query,
-                    "responses": {"200": sse, **bad},
+                    "responses": {"200": sse, **_RUN_ERRORS},
                 },
             },
             "/api/chat/tool-result": {
@@ -301,26 +382,17 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "The client's answer to a frontend tool call its stream waits for",
                     "requestBody": {
                         "required": True,
-                        "content": {"application/json": {"schema": ref("ToolResultRequest")}},
+                        "content": {"application/json": {"schema": _ref("ToolResultRequest")}},
                     },
                     "responses": {
-                        "200": {
-                            "description": "Delivered to the waiting run",
-                            "content": {
-                                "application/json": {
-                                    "schema": {
-                                        "type": "object",
-                                        "properties": {"status": {"const": "delivered"}},
-                                    }
-                                }
-                            },
-                        },
-                        "400": error("Invalid request"),
-                        "401": error("Missing or wrong API key"),
-                        "404": error("No such call waits for this user's answer"),
-                        "409": error("The call was already answered"),
-                        "413": error("Body too large"),
-                        "503": error("The shared store (Redis) is unavailable"),
+                        "200": _json(
+                            "Delivered to the waiting run",
+                            {"type": "object", "properties": {"status": {"const": "delivered"}}},
+                        ),
+                        **_REQUEST_ERRORS,
+                        "404": _error("No such call waits for this user's answer (not_found)"),
+                        "409": _error("The call was already answered (conflict)"),
+                        "503": _retry(_error("The shared store (Redis) is down (unavailable)")),
                     },
                 }
             },
@@ -344,38 +416,31 @@ def openapi_document() -> dict[str, Any]:
                         },
                     ],
                     "responses": {
-                        "200": {
-                            "description": "Forgotten",
-                            "content": {
-                                "application/json": {
-                                    "schema": {
-                                        "type": "object",
-                                        "properties": {
-                                            "session_id": {"type": "string"},
-                                            "deleted": {"const": True},
-                                        },
-                                    }
-                                }
+                        "200": _json(
+                            "Forgotten",
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "session_id": {"type": "string"},
+                                    "deleted": {"const": True},
+                                },
                             },
-                        },
-                        "400": error("Invalid session id"),
-                        "401": error("Missing or wrong API key"),
-                        "404": error("The caller has no such session"),
-                        "503": error("The shared store (Redis) is unavailable"),
+                        ),
+                        "400": _error("Invalid session id (invalid_input)"),
+                        "401": _error("Missing or wrong API key (unauthorized)"),
+                        "404": _error("The caller has no such session (not_found)"),
+                        "503": _retry(_error("The shared store (Redis) is down (unavailable)")),
                     },
                 }
             },
-            "/api/health": {
-                "get": {
-                    "summary": "Liveness",
-                    "responses": {
-                        "200": {
-                            "description": "Healthy",
-                            "content": {"application/json": {"schema": ref("HealthResponse")}},
-                        }
-                    },
-                }
-            },
+            "/api/health": _health_get(
+                "Liveness: 200 while the process runs; data.status says degraded while a "
+                "check is down (with ready=1: the readiness probe)",
+                [ready_query],
+            ),
+            "/api/ready": _health_get(
+                "Readiness: 503 while a check is down (Redis, the model endpoint)", []
+            ),
             "/v1/chat/completions": {
                 "post": {
                     "summary": "OpenAI-compatible chat completion (model = agent name; the agent "
@@ -396,9 +461,7 @@ def openapi_document() -> dict[str, Any]:
                                 "text/event-stream": {"schema": {"type": "string"}},
                             },
                         },
-                        "400": {"description": "Invalid request (OpenAI error shape)"},
-                        "404": {"description": "Unknown model (agent)"},
-                        "429": {"description": "Rate limited (Retry-After)"},
+                        **_OPENAI_ERRORS,
                     },
                 }
             },
@@ -406,10 +469,8 @@ def openapi_document() -> dict[str, Any]:
                 "get": {
                     "summary": "The configured agents (OpenAI list shape)",
                     "responses": {
-                        "200": {
-                            "description": "A model list",
-                            "content": {"application/json": {"schema": {"type": "object"}}},
-                        }
+                        "200": _json("A model list", {"type": "object"}),
+                        "401": _OPENAI_ERRORS["401"],
                     },
                 }
             },

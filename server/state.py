@@ -12,6 +12,7 @@ from aiohttp import web
 from agent_executor import AgentRouter
 from agent_executor.observability import Metrics
 
+from .health import HealthChecks
 from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings
 from .sse import Streams
@@ -32,10 +33,12 @@ STATIC_DIR = Path(__file__).parent / "static"
 
 @dataclass
 class ServiceState:
-    """What the running service tracks: start time, metrics and the open streams."""
+    """What the running service tracks: start time, metrics, the open streams and the health
+    checks."""
 
     metrics: Metrics
     streams: Streams
+    health: HealthChecks
     started_monotonic: float = field(default_factory=time.monotonic)
 
 

@@ -400,7 +400,7 @@ async def test_model_failure_before_the_first_chunk_is_retried() -> None:
     )
 
 
-async def test_model_failure_after_text_is_not_retried() -> None:
+async def test_model_failure_after_text_is_not_retried(caplog: pytest.LogCaptureFixture) -> None:
     from agent_executor import ModelError
 
     executor = make_executor(
@@ -411,27 +411,40 @@ async def test_model_failure_after_text_is_not_retried() -> None:
         retry_backoff=0.001,
     )
 
-    events = await collect(executor, "hi")
+    events = [
+        e async for e in executor.execute_stream(AgentCommand(user_prompt="hi"), request_id="r")
+    ]
 
     assert events[:2] == [
         MessageEvent("partial "),
-        ErrorEvent(code="llm_error", message="connection dropped"),
+        ErrorEvent(
+            code="llm_error",
+            message="The model call failed; the server log has the details (request id r).",
+        ),
     ]
+    assert "model call failed: connection dropped" in caplog.text
     assert isinstance(events[2], DoneEvent) and events[2].finish_reason == "error"
     assert len(events) == 3
     assert executor.model.remaining == 1  # type: ignore[attr-defined]
 
 
-async def test_non_retryable_model_failure_is_an_llm_error() -> None:
+async def test_non_retryable_model_failure_is_an_llm_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from agent_executor import ModelError
 
     executor = make_executor([ModelError("invalid api key", status_code=401), "unused"])
 
-    result = await executor.execute(AgentCommand(user_prompt="hi"))
+    result = await executor.execute(AgentCommand(user_prompt="hi"), request_id="r")
 
     assert not result.success
     assert result.error is not None
-    assert (result.error.code, result.error.message) == ("llm_error", "invalid api key")
+    assert (result.error.code, result.error.message) == (
+        "llm_error",
+        "The model call failed; the server log has the details (request id r).",
+    )
+    assert "model call failed: invalid api key" in caplog.text
+    assert executor.model_health.down  # refused credentials: every call would fail
     assert result.finish_reason == "error"
 
 

@@ -5,7 +5,6 @@ the model asks for, refused or run. All through the public API (and the service)
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Any
 
 import pytest
@@ -179,28 +178,25 @@ async def test_the_service_answers_a_rewritten_injection_like_a_direct_one() -> 
         response = await client.post("/api/chat", json={"message": BENIGN})
 
     assert response.status_code == expected.status_code == 400
-    assert response.json()["error"] == expected.json()["error"]
+    ignore_id = {"request_id": None}
+    assert {**response.json()["error"], **ignore_id} == {**expected.json()["error"], **ignore_id}
     assert response.json()["error"]["code"] == "injection_detected"
     assert rewritten.model.requests == []  # type: ignore[attr-defined]
 
 
-async def test_the_sse_stream_of_a_rewritten_injection_is_an_error_then_done() -> None:
+async def test_the_sse_stream_refuses_a_rewritten_injection_with_the_same_400() -> None:
     executor = make_executor([], guards=[InjectionGuard()], hooks=[Rewrite(ATTACK)])
 
     async with serve(executor) as client:
         response = await client.post("/api/chat/stream", json={"message": BENIGN, "events": "json"})
 
-    frames = [f for f in response.text.split("\n\n") if f]
-    parsed = []
-    for frame in frames:
-        fields = dict(line.split(": ", 1) for line in frame.split("\n"))
-        parsed.append((fields["event"], json.loads(fields["data"])))
-    assert [event for event, _ in parsed] == ["error", "done"]
-    assert parsed[0][1] == {
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["error"] == {
         "code": "injection_detected",
         "message": "the message looks like a prompt-injection attempt",
+        "request_id": response.headers["x-request-id"],
     }
-    assert parsed[1][1]["finish_reason"] == "error"
     assert executor.model.requests == []  # type: ignore[attr-defined]
 
 

@@ -247,8 +247,8 @@ async def test_execute_and_execute_stream_agree(name: str) -> None:
     streamer, stream_hook = build(scenario)
     executor, execute_hook = build(scenario)
 
-    events = [event async for event in streamer.execute_stream(command)]
-    result = await executor.execute(command)
+    events = [event async for event in streamer.execute_stream(command, request_id="parity")]
+    result = await executor.execute(command, request_id="parity")
 
     assert result_from_events(events) == summarise(result)
     assert stream_hook.calls == execute_hook.calls

@@ -230,7 +230,8 @@ async def drive_traffic(base: str) -> None:
         rejected = await client.post(
             "/api/chat/stream", json={"message": "bad\x02input"}, headers=user("guarded-stream")
         )
-        assert "event: error" in rejected.text
+        assert rejected.status_code == 400  # refused before the stream: counted all the same
+        assert rejected.json()["error"]["code"] == "invalid_input"
 
         async def stream(message: str, name: str) -> str:
             async with client.stream(

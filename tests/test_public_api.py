@@ -69,6 +69,7 @@ def test_error_codes_match_the_spec() -> None:
         "llm_error",
         "internal_error",
         "output_blocked",
+        "unavailable",
     ]
 
 

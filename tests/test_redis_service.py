@@ -212,17 +212,22 @@ async def test_redis_down_gives_clear_errors_and_its_return_needs_no_restart(
         ).status_code == 200
 
         redis_srv.stop()
-        async with chat_stream(client, a, {"message": "still there?", **ids}) as source:
-            events = [(e.event, e.data) async for e in source.aiter_sse()]
-        errors = [json.loads(d) for kind, d in events if kind == "error"]
-        assert [e["code"] for e in errors] == ["internal_error"]
-        assert "Redis is unavailable" in errors[0]["message"]
-        assert json.loads(events[-1][1])["finish_reason"] == "error"
+        refused = await client.post(
+            f"{a}/api/chat/stream", json={"message": "still there?", "events": "json", **ids}
+        )
+        assert refused.status_code == 503, refused.text  # refused before any stream started
+        assert refused.headers["retry-after"] == "5"
+        error = refused.json()["error"]
+        assert error["code"] == "unavailable" and error["retry_after"] == 5
+        assert "Redis is unavailable" in error["message"]
+        assert str(redis_srv.port) not in refused.text  # the reason stays in the log
         answer = await client.post(
             f"{b}/api/chat/tool-result",
             json={"call_id": "x", "result": 1, "user_id": ids["user_id"]},
         )
-        assert answer.status_code == 503 and "Redis" in answer.json()["error"]
+        assert answer.status_code == 503
+        assert answer.json()["error"]["code"] == "unavailable"
+        assert "Redis" in answer.json()["error"]["message"]
 
         redis_srv.start()  # empty: it keeps nothing on disk
         again = await client.post(f"{b}/api/chat", json={"message": "hi", **ids})

@@ -76,7 +76,9 @@ async def test_the_request_picks_an_agent_by_name() -> None:
     assert named.json()["content"] == "billing here"
     assert named.headers["X-Agent"] == "billing"
     assert unknown.status_code == 400
-    assert unknown.json()["error"] == ("unknown agent 'sales'; configured agents: billing, support")
+    assert unknown.json()["error"]["message"] == (
+        "unknown agent 'sales'; configured agents: billing, support"
+    )
     kinds = [kind for kind, _ in events_of(streamed.text)]
     assert set(kinds) == {"message", "done"} and kinds[-1] == "done"
     assert streamed.headers["X-Agent"] == "billing"

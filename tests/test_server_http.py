@@ -72,7 +72,11 @@ async def test_bad_input_is_a_400_with_a_json_error(
 
     assert response.status_code == 400, response.text
     assert response.headers["content-type"].startswith("application/json")
-    assert error in response.json()["error"]
+    body = response.json()
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == "invalid_input"
+    assert error in body["error"]["message"]
+    assert body["error"]["request_id"] == response.headers["x-request-id"]
     assert executor.model.requests == []  # type: ignore[attr-defined]
 
 
@@ -91,32 +95,43 @@ async def test_bad_query_strings_are_400s(query: Any, error: str) -> None:
         response = await client.get("/api/chat/stream", params=query)
 
     assert response.status_code == 400
-    assert error in response.json()["error"]
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert error in response.json()["error"]["message"]
 
 
-async def test_oversize_bodies_are_413() -> None:
+@pytest.mark.parametrize("path", ["/api/chat", "/api/chat/stream"])
+async def test_oversize_bodies_are_413(path: str) -> None:
     async with serve(make_executor([]), Settings(max_body_bytes=1000)) as client:
-        response = await client.post("/api/chat", json={"message": "x" * 2000})
+        response = await client.post(path, json={"message": "x" * 2000})
 
     assert response.status_code == 413
-    assert "error" in response.json()
+    error = response.json()["error"]
+    assert error["code"] == "payload_too_large"
+    assert "1000" in error["message"]
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "status"),
+    ("method", "path", "status", "code"),
     [
-        ("GET", "/nowhere", 404),
-        ("DELETE", "/api/chat", 405),
-        ("PUT", "/api/chat/stream", 405),
-        ("POST", "/api/health", 405),
+        ("GET", "/nowhere", 404, "not_found"),
+        ("GET", "/api/nowhere", 404, "not_found"),
+        ("DELETE", "/api/chat", 405, "method_not_allowed"),
+        ("PUT", "/api/chat/stream", 405, "method_not_allowed"),
+        ("POST", "/api/health", 405, "method_not_allowed"),
     ],
 )
-async def test_unknown_routes_and_methods_answer_json(method: str, path: str, status: int) -> None:
+async def test_unknown_routes_and_methods_answer_json(
+    method: str, path: str, status: int, code: str
+) -> None:
     async with serve(make_executor([])) as client:
         response = await client.request(method, path)
 
     assert response.status_code == status
-    assert isinstance(response.json()["error"], str)
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert path in error["message"]
+    assert error["request_id"] == response.headers["x-request-id"]
 
 
 async def test_chat_returns_the_agent_result() -> None:
@@ -137,13 +152,17 @@ async def test_a_failed_run_maps_its_code_to_a_status() -> None:
     executor = make_executor([ModelError("provider down", status_code=401)])
 
     async with serve(executor) as client:
-        response = await client.post("/api/chat", json={"message": "hi"})
+        response = await client.post(
+            "/api/chat", json={"message": "hi"}, headers={"X-Request-Id": "req-7"}
+        )
 
     assert response.status_code == 502
-    assert response.json()["error"] == {
-        "code": "llm_error",
-        "message": "provider down",
-        "retry_after": None,
+    assert response.json() == {
+        "error": {
+            "code": "llm_error",
+            "message": "The model call failed; the server log has the details (request id req-7).",
+            "request_id": "req-7",
+        }
     }
 
 
@@ -204,7 +223,9 @@ async def test_the_agent_field_routes_to_a_named_agent() -> None:
     assert default.json()["content"] == "from support"
     assert named.json()["content"] == "from sales"
     assert unknown.status_code == 400
-    assert unknown.json()["error"] == ("unknown agent 'legal'; configured agents: sales, support")
+    assert unknown.json()["error"]["message"] == (
+        "unknown agent 'legal'; configured agents: sales, support"
+    )
 
 
 KEYS = Settings(api_keys={"key-alice": "alice", "key-bob": "bob"})
@@ -224,7 +245,13 @@ async def test_with_api_keys_requests_without_a_valid_key_are_401(headers: dict[
         for path in ("/api/chat", "/api/chat/stream"):
             response = await client.post(path, json={"message": "hi"}, headers=headers)
             assert response.status_code == 401
-            assert response.json() == {"error": "missing or invalid API key"}
+            assert response.json() == {
+                "error": {
+                    "code": "unauthorized",
+                    "message": "missing or invalid API key",
+                    "request_id": response.headers["x-request-id"],
+                }
+            }
             assert response.headers["www-authenticate"] == "Bearer"
 
 
@@ -283,9 +310,11 @@ async def test_health_has_the_documented_shape() -> None:
         body = (await client.get("/api/health")).json()
 
     assert body["success"] is True
+    assert set(body) == {"success", "data"}
     assert body["data"]["status"] == "healthy"
     assert body["data"]["timestamp"].endswith("+00:00")
     assert body["data"]["uptime"] >= 0
+    assert body["data"]["checks"] == {"model": "ok"}
 
 
 async def test_metrics_are_served_in_prometheus_format() -> None:

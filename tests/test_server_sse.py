@@ -9,7 +9,7 @@ import anyio
 import pytest
 from httpx_sse import aconnect_sse
 
-from agent_executor import AgentExecutor, InputValidationGuard, ModelChunk, ScriptedModel, tool
+from agent_executor import ModelChunk, ModelError, tool
 from agent_executor.models.scripted import Pause, call, text_turn, tool_turn
 from server import Settings
 
@@ -175,24 +175,27 @@ async def test_a_client_that_leaves_cancels_the_run_at_once() -> None:
     )
 
 
-async def test_guard_rejections_after_the_stream_started_are_error_events() -> None:
-    executor = AgentExecutor(
-        model=ScriptedModel([]), guards=[InputValidationGuard(max_chars=10)], metrics=None
+async def test_an_error_after_the_stream_started_is_an_error_event_then_done() -> None:
+    executor = make_executor(
+        [[ModelChunk(text="Half an "), ModelError("litellm.APIError: upstream reset by 10.0.0.7")]]
     )
 
     async with serve(executor) as client:
         response = await client.post(
-            "/api/chat/stream", json={"message": "far too long a message", "events": "json"}
+            "/api/chat/stream",
+            json={"message": "hi", "events": "json"},
+            headers={"X-Request-Id": "req-9"},
         )
 
     assert response.status_code == 200
     frames = [f for f in response.text.split("\n\n") if f]
-    assert frames[0] == (
-        'id: 1\nevent: error\ndata: {"code":"invalid_input","message":'
-        '"the input is too long (limit 10 characters)"}'
-    )
-    assert frames[1].startswith("id: 2\nevent: done\ndata: {")
-    assert len(frames) == 2
+    assert frames[:2] == [
+        'id: 1\nevent: message\ndata: {"text":"Half an "}',
+        'id: 2\nevent: error\ndata: {"code":"llm_error","message":"The model call failed; '
+        'the server log has the details (request id req-9)."}',
+    ]
+    assert frames[2].startswith('id: 3\nevent: done\ndata: {"finish_reason":"error"')
+    assert len(frames) == 3
 
 
 async def test_streams_active_gauge_returns_to_zero() -> None:

@@ -97,7 +97,7 @@ async def test_tool_result_requests_are_validated() -> None:
         bad = await client.post("/api/chat/tool-result", content=b"[1]")
 
     assert [r.status_code for r in (missing, both, bad)] == [400, 400, 400]
-    assert "give 'result' or 'error'" in missing.json()["error"]
+    assert "give 'result' or 'error'" in missing.json()["error"]["message"]
 
 
 deleted: list[str] = []

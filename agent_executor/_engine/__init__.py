@@ -13,7 +13,7 @@ from .driver import Caller, Driver, RunSettings
 from .gate import ConcurrencyGate
 from .history import Conversations
 from .loop import ReactLoop
-from .model_turn import ModelTurns
+from .model_turn import ModelHealth, ModelTurns
 from .state import drop
 from .stream import EventStream
 from .streaming import ModelPolicy
@@ -27,6 +27,7 @@ __all__ = [
     "Conversations",
     "Driver",
     "EventStream",
+    "ModelHealth",
     "ModelPolicy",
     "ModelTurns",
     "ReactLoop",

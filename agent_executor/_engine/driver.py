@@ -144,7 +144,7 @@ class Driver:
             run.fail(exc.info)
         except StoreUnavailable as exc:
             logger.warning("run failed: %s", exc)
-            run.fail(ErrorInfo(code=ErrorCode.INTERNAL_ERROR.value, message=str(exc)))
+            run.fail(ErrorInfo(code=ErrorCode.UNAVAILABLE.value, message=str(exc)))
         except Exception:
             logger.exception("run failed unexpectedly")
             message = f"internal error (request id {run.ctx.request_id})"

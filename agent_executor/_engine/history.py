@@ -95,6 +95,9 @@ class Conversations:
             await self.pending_store.delete_pending(user, session)  # the conversation moved on
             if command.messages is None:
                 await self.memory.append(user, session, run.new_messages)
+        except StoreUnavailable as exc:  # the store logged its reason
+            message = f"the conversation could not be saved: {exc}"
+            run.fail(ErrorInfo(code=ErrorCode.UNAVAILABLE.value, message=message))
         except Exception:
             logger.exception("saving the conversation failed")
             run.fail(

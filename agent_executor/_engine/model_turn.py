@@ -4,14 +4,20 @@ The streaming itself (retries, timeouts, one event per text delta) is :mod:`.str
 module builds the request from the run, lets the ``before_model``/``after_model`` hooks see it,
 points the stream's output at the run (its events, text, reasoning, the output guard) and turns
 the ways a turn can fail into the run's error.
+
+A model failure reaches the caller (and through the service, HTTP clients) as a generic
+``llm_error`` naming the request id; the provider's own text (which may name keys, accounts or
+internal hosts) goes to the log once, as a warning in the run's logging context.
+:class:`ModelHealth` keeps what the last model calls said about the endpoint, for health checks.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ErrorCode, HookRejection, ModelError
+from ..errors import ErrorCode, HookRejection, ModelError, ScriptExhaustedError
 from ..guards import OutputBlocked, OutputGuard
 from ..hooks import HookChain
 from ..messages import ToolCall
@@ -20,13 +26,61 @@ from .state import RunFailed, RunState
 from .streaming import ModelPolicy, TurnOutput, stream_turn
 from .telemetry import RunTelemetry
 
-__all__ = ["ModelTurns"]
+__all__ = ["ModelHealth", "ModelTurns"]
+
+
+class ModelHealth:
+    """What the model's recent calls say about its endpoint: :attr:`down` after a call failed
+    without an answer (connection error, timeout), with a 5xx, or because the endpoint refused
+    the credentials (401, 403); a successful call clears it.
+
+    A failure counts for ``hold_seconds`` only: a replica that a readiness probe took out of
+    rotation gets no calls that could clear it, so it comes back after that time and the next
+    call tells again. Setting it costs an attribute write per model call, nothing per chunk.
+    """
+
+    __slots__ = ("_failed_at", "hold_seconds", "reason")
+
+    def __init__(self, hold_seconds: float = 30.0) -> None:
+        self.hold_seconds = hold_seconds
+        self._failed_at: float | None = None
+        self.reason: str | None = None
+        """Why the endpoint counts as down (for the log, never for clients)."""
+
+    @property
+    def down(self) -> bool:
+        """Whether the last model call failed in a way that says the endpoint is down, and
+        not longer than ``hold_seconds`` ago."""
+        failed_at = self._failed_at
+        return failed_at is not None and time.monotonic() - failed_at < self.hold_seconds
+
+    def answered(self) -> None:
+        """A model call succeeded."""
+        self._failed_at = None
+
+    def failed(self, error: ModelError) -> None:
+        """A model call failed (after its retries) with ``error``."""
+        if _says_down(error):
+            self._failed_at, self.reason = time.monotonic(), error.message
+        else:
+            self._failed_at = None
+
+
+def _says_down(error: ModelError) -> bool:
+    """Whether a failed call says the endpoint is down: no answer at all (connection error,
+    timeout), a 5xx, or the credentials refused; not a refusal of this one request (400, 404,
+    429) nor a malformed or stalled stream."""
+    status = error.status_code
+    if status is None:
+        return error.retryable
+    return status >= 500 or status in (401, 403)
 
 
 class ModelTurns:
     """Runs a run's model turns with the executor's model, policy, hooks and output guard."""
 
     __slots__ = (
+        "_health",
         "_hooks",
         "_model",
         "_output_guard",
@@ -45,6 +99,7 @@ class ModelTurns:
         telemetry: RunTelemetry,
         output_guard: OutputGuard | None,
         reasoning_events: bool,
+        health: ModelHealth,
     ) -> None:
         self._model = model
         self._policy = policy
@@ -53,6 +108,7 @@ class ModelTurns:
         self._telemetry = telemetry
         self._output_guard = output_guard
         self._reasoning_events = reasoning_events
+        self._health = health
 
     async def run(
         self,
@@ -73,12 +129,16 @@ class ModelTurns:
                 telemetry.model_failed(span, ErrorCode.HOOK_REJECTED, exc.reason)
                 raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
             except ModelError as exc:
+                self._health.failed(exc)
                 telemetry.model_failed(span, ErrorCode.LLM_ERROR, exc.message)
-                raise RunFailed(ErrorCode.LLM_ERROR, exc.message) from None
+                raise RunFailed(
+                    ErrorCode.LLM_ERROR, model_failure(exc, run.ctx.request_id)
+                ) from None
             except OutputBlocked as exc:
                 telemetry.output_blocked(span, exc.kind, str(exc))
                 raise RunFailed(ErrorCode.OUTPUT_BLOCKED, str(exc)) from None
             telemetry.model_answered(span, response)
+        self._health.answered()
         return response
 
     async def _stream(
@@ -108,3 +168,12 @@ class ModelTurns:
         if hooks:
             await hooks.after_model(run.ctx, response)
         return response
+
+
+def model_failure(error: ModelError, request_id: str) -> str:
+    """What a caller is told about a failed model call: nothing of the provider's text (that
+    goes to the log), the request id under which the log has it. A ``ScriptedModel`` called
+    past its script keeps its own words: a test's mistake, no provider's text, and loud."""
+    if isinstance(error, ScriptExhaustedError):
+        return error.message
+    return f"The model call failed; the server log has the details (request id {request_id})."

@@ -39,6 +39,7 @@ _SERVER_SIDE_FAILURES = frozenset(
         ErrorCode.OVERLOADED,
         ErrorCode.LLM_ERROR,
         ErrorCode.INTERNAL_ERROR,
+        ErrorCode.UNAVAILABLE,
     )
 )
 """Outcomes logged as warnings; refusals of the caller's input are routine (info)."""

@@ -70,6 +70,9 @@ class RedisPart:
     """What every Redis part is built on: a client, a key prefix and the translation of Redis
     failures."""
 
+    health_check = "redis"
+    """The name the service's health check reports this part's :meth:`ping` under."""
+
     def __init__(self, redis: Redis | str, *, prefix: str) -> None:
         self.redis: Redis = connect(redis) if isinstance(redis, str) else redis
         self.prefix = prefix
@@ -89,6 +92,16 @@ class RedisPart:
             # The reason (host, port, error) goes to the log only, not to clients.
             logger.warning("Redis failed while %s: %s", what, exc)
             raise StoreUnavailable(f"Redis is unavailable ({what})") from None
+
+    async def ping(self) -> None:
+        """Raise :class:`StoreUnavailable` unless Redis answers a PING (a health check; the
+        reason is in the exception only, for the caller to log)."""
+        from redis.exceptions import RedisError
+
+        try:
+            await self.redis.ping()
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"Redis is unavailable: {exc}") from None
 
     async def aclose(self) -> None:
         """Close the client if it was made from a URL here (a client passed in is the

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 
 import anyio
@@ -23,9 +23,46 @@ from agent_executor.observability import Metrics
 from ..keys import REQUEST_ID
 from .framing import HEARTBEAT, SSE_HEADERS, EventEncoder
 
-__all__ = ["SSEWriter", "StreamMonitor", "Streams"]
+__all__ = ["SHUTTING_DOWN", "SSEWriter", "StreamMonitor", "Streams", "first_event"]
 
 logger = logging.getLogger("server.sse")
+
+SHUTTING_DOWN = ErrorEvent(code="overloaded", message="the server is shutting down")
+"""The error that ends a stream still open when the shutdown grace period is over: the code
+clients already retry on (SPEC section 3), as before the ``unavailable`` code existed."""
+
+
+async def first_event(events: EventStream, wait: float) -> asyncio.Task[AgentEvent]:
+    """Start ``events`` and wait at most ``wait`` seconds for its first event: the task taking
+    it, done or still waiting (awaiting it later takes the event; cancelling it ends the run).
+    """
+    task = asyncio.ensure_future(anext(events))
+    try:
+        await asyncio.wait({task}, timeout=wait)
+    except BaseException:
+        task.cancel()
+        await events.aclose()
+        raise
+    return task
+
+
+def _settle(task: asyncio.Task[AgentEvent]) -> None:
+    """Cancel ``task`` if it still waits; take its failure, if any, as seen."""
+    if not task.done():
+        task.cancel()
+    elif not task.cancelled():
+        task.exception()
+
+
+def _refusal(first: asyncio.Task[AgentEvent]) -> ErrorEvent | None:
+    """The run's error if it failed before anything else (the task's error, if any, raised)."""
+    if not first.done():
+        return None
+    try:
+        event = first.result()
+    except StopAsyncIteration:
+        return None
+    return event if isinstance(event, ErrorEvent) else None
 
 
 class SSEWriter:
@@ -68,12 +105,15 @@ class SSEWriter:
         self.slow_reader = False
         self.stopped = False
 
-    async def pump(self, events: AsyncIterator[AgentEvent]) -> None:
+    async def pump(
+        self, events: AsyncIterator[AgentEvent], first: asyncio.Future[AgentEvent] | None = None
+    ) -> None:
         """Write every event of ``events`` until it ends, the client leaves or ``stop()``.
 
-        Events that are already waiting when one is written go out in the same write (an
-        ``EventStream`` offers them through ``drain_nowait``), so a burst of deltas costs one
-        write and no delta waits for a later one.
+        ``first``, when given, is the first event, still on its way (taken from ``events``
+        before the headers went out). Events that are already waiting when one is written go
+        out in the same write (an ``EventStream`` offers them through ``drain_nowait``), so a
+        burst of deltas costs one write and no delta waits for a later one.
         """
         drain = getattr(events, "drain_nowait", None)
         encode = self._encode
@@ -81,12 +121,16 @@ class SSEWriter:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 try:
+                    if first is not None:
+                        await self._write_batch(await first, drain)
                     async for event in events:
                         more = drain() if drain is not None else None
                         if more:
                             await self._write(b"".join([encode(event), *map(encode, more)]))
                         else:
                             await self._write(encode(event))
+                except StopAsyncIteration:
+                    pass  # ``first`` found the stream ended
                 except ConnectionResetError:
                     self.disconnected = True
 
@@ -99,6 +143,13 @@ class SSEWriter:
     async def send(self, event: AgentEvent) -> None:
         """Write one event."""
         await self._write(self._encode(event))
+
+    async def _write_batch(
+        self, event: AgentEvent, drain: Callable[[], list[AgentEvent]] | None
+    ) -> None:
+        """Write ``event`` and every event already waiting after it, in one write."""
+        more = drain() if drain is not None else ()
+        await self._write(b"".join([self._encode(event), *map(self._encode, more)]))
 
     def check(self, now: float) -> None:
         """The monitor's visit: end the stream if the client is gone or has stopped reading,
@@ -225,43 +276,49 @@ class Streams:
         request: web.Request,
         events: EventStream,
         encoder: EventEncoder,
-        first: AgentEvent | None = None,
+        refuse: Callable[[ErrorEvent], web.StreamResponse],
         *,
+        before: AgentEvent | None = None,
         agent: str | None = None,
     ) -> web.StreamResponse:
         """Answer ``request`` with ``events`` as SSE: heartbeats, disconnects, shutdown included.
 
-        ``first`` is sent before ``events`` (one already taken from them to decide the HTTP
-        status by it, or the router's pick); ``agent`` names the agent in an ``X-Agent`` header.
+        The headers wait for the run's first event, for at most one heartbeat interval: a run
+        that fails before it has said anything (a guard's refusal, no capacity, a model that
+        cannot be reached) is answered by ``refuse(error)``, an HTTP status, instead of a
+        stream. Once the headers are out, errors are events. ``before`` goes out first (the
+        router's pick); ``agent`` names the agent in an ``X-Agent`` header.
         """
-        headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
-        if agent is not None:
-            headers["X-Agent"] = agent
-        response = web.StreamResponse(headers=headers)
+        first = await first_event(events, self._heartbeat)
         try:
-            # The run gets two turns of the event loop before the headers are written, so its
-            # model request is normally on its way first.
-            events.start()
-            await asyncio.sleep(0)  # the run: guards, then its model request
-            await asyncio.sleep(0)  # aiohttp before Python 3.12 writes a request body in a task
+            error = _refusal(first)
+            if error is not None:
+                await events.aclose()
+                return refuse(error)
+            headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
+            if agent is not None:
+                headers["X-Agent"] = agent
+            response = web.StreamResponse(headers=headers)
             await response.prepare(request)
         except BaseException:
+            _settle(first)
             await events.aclose()
             raise
         writer = SSEWriter(request, response, encoder, self._heartbeat, self._write_timeout)
         self._opened(writer)
         try:
-            await self._stream(writer, events, first)
+            await self._stream(writer, events, before, first)
         except ConnectionResetError:
             writer.disconnected = True
         finally:
+            _settle(first)
             await events.aclose()
             self._closed(writer)
         return response
 
     async def drain(self, grace_seconds: float) -> None:
         """On shutdown: refuse new runs, let open streams finish for ``grace_seconds``, then
-        end them (each with an ``overloaded`` error and its ``done``)."""
+        end them (each with an ``unavailable`` error and its ``done``)."""
         self.shutting_down = True
         if not self.open:
             return
@@ -280,13 +337,18 @@ class Streams:
             logger.warning("%d streams did not end at shutdown", len(self.open))
 
     @staticmethod
-    async def _stream(writer: SSEWriter, events: EventStream, first: AgentEvent | None) -> None:
+    async def _stream(
+        writer: SSEWriter,
+        events: EventStream,
+        before: AgentEvent | None,
+        first: asyncio.Future[AgentEvent],
+    ) -> None:
         started = time.perf_counter()
-        if first is not None:
-            await writer.send(first)
-        await writer.pump(events)
+        if before is not None:
+            await writer.send(before)
+        await writer.pump(events, first)
         if writer.stopped and not writer.done_sent and not writer.disconnected:
-            await writer.send(ErrorEvent(code="overloaded", message="the server is shutting down"))
+            await writer.send(SHUTTING_DOWN)
             duration_ms = round((time.perf_counter() - started) * 1000, 3)
             await writer.send(DoneEvent("error", None, [], duration_ms))
 

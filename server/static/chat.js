@@ -253,15 +253,21 @@
     scrollToBottom();
   }
 
-  /** The message of an error answer: {"error": "..."} or {"error": {"code", "message"}}. */
+  /** An error answer as [label, message]: "HTTP <status> <code>" and the message of the
+   *  service's one error shape {"error": {"code", "message", ...}} (a run refused before its
+   *  stream starts answers so too). */
   async function errorDetail(response) {
+    let label = `HTTP ${response.status}`;
     let detail = response.statusText || "request failed";
     try {
       const error = (await response.json())?.error;
       if (typeof error === "string") detail = error;
-      else if (error && typeof error.message === "string") detail = error.message;
+      else if (error && typeof error.message === "string") {
+        detail = error.message;
+        if (typeof error.code === "string") label += ` ${error.code}`;
+      }
     } catch (_) { /* not JSON */ }
-    return detail;
+    return [label, detail];
   }
 
   let busy = false;
@@ -578,7 +584,10 @@
           body: JSON.stringify(body),
         });
         record.status = response.status;
-        if (!response.ok) problem = [`tool result: HTTP ${response.status}`, await errorDetail(response)];
+        if (!response.ok) {
+          const [label, detail] = await errorDetail(response);
+          problem = [`tool result: ${label}`, detail];
+        }
       } catch (err) {
         problem = ["tool result", describe(err)];
       }
@@ -688,8 +697,8 @@
       signal,
     });
     if (response.status !== 200) {
-      const detail = await errorDetail(response);
-      turn.fail(`HTTP ${response.status}`, response.status === 401 ? keyProblem(detail) : detail);
+      const [label, detail] = await errorDetail(response);
+      turn.fail(label, response.status === 401 ? keyProblem(detail) : detail);
       return;
     }
     const reader = response.body.getReader();

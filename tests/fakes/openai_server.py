@@ -456,11 +456,13 @@ class FakeOpenAIServer:
         return f"http://{self._host}:{self.port}"
 
     async def start(self) -> None:
+        """Start serving; after :meth:`stop`, again on the same port (a provider coming back)."""
+        self._stopping.clear()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)  # Anthropic's Messages API
-        self._runner, self._port = await serve_locally(app, self._host)
+        self._runner, self._port = await serve_locally(app, self._host, self._port or 0)
 
     async def stop(self) -> None:
         self._stopping.set()

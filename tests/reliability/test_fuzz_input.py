@@ -7,9 +7,9 @@ Requests are written byte for byte on a socket, so nothing is normalised on the 
 
 Invariants, for every input:
 - no 5xx;
-- every 4xx is JSON with an ``error``: ``{"error": str}`` before any run starts; a run that a
-  guard refused on ``POST /api/chat`` answers its ``AgentResult`` (``error`` is then
-  ``{code, message}``) with the status of its code;
+- every 4xx is JSON in the one error shape, ``{"error": {"code", "message", "request_id"}}``,
+  on both chat endpoints: bad input before any run starts, and a run that a guard refused
+  (before a stream starts) with the status of its code;
 - every 200 stream is well-formed SSE and ends with exactly one ``done``;
 - every 200 ``POST /api/chat`` is a successful ``AgentResult``.
 
@@ -196,10 +196,10 @@ def check(path: str, status: int, content_type: str, body: bytes) -> None:
     if status >= 400:
         assert content_type.startswith("application/json"), (status, content_type, body[:300])
         answer = json.loads(body)
-        if path == "/api/chat" and isinstance(answer.get("error"), dict):
-            assert answer["success"] is False and isinstance(answer["error"]["code"], str)
-        else:
-            assert isinstance(answer["error"], str), answer
+        assert set(answer) == {"error"}, answer
+        error = answer["error"]
+        assert isinstance(error["code"], str) and isinstance(error["message"], str), answer
+        assert isinstance(error["request_id"], str), answer
         return
     assert status == 200, status
     if path == "/api/chat/stream":
