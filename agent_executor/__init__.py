@@ -82,7 +82,8 @@ from .models import (
     ToolCallDelta,
 )
 from .observability import LogContextFilter, install_log_context, log_context
-from .results import AgentResult, ErrorInfo, PendingApproval, ToolCallRecord
+from .results import AgentResult, ErrorInfo, PendingApproval, Source, ToolCallRecord
+from .retrieval import BM25Retriever, Passage, PostgresRetriever, RetrievalHook, Retriever
 from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
 from .tools import FrontendTool, FunctionTool, Tool, ToolResultRelay, ToolResults, tool
 from .tools.ask_user import ASK_USER
@@ -103,6 +104,7 @@ __all__ = [
     "ApprovalRequiredEvent",
     "AssistantMessage",
     "AuditLogHook",
+    "BM25Retriever",
     "ChatModel",
     "ClientTool",
     "CompactableStore",
@@ -142,9 +144,11 @@ __all__ = [
     "ONNXClassifier",
     "OpenAICompatModel",
     "OutputGuard",
+    "Passage",
     "PendingApproval",
     "PendingRun",
     "PendingRunStore",
+    "PostgresRetriever",
     "RateLimitGuard",
     "RateLimitStorage",
     "ReasoningEvent",
@@ -152,12 +156,15 @@ __all__ = [
     "RestHTTPError",
     "RestTool",
     "RestToolError",
+    "RetrievalHook",
+    "Retriever",
     "RouteFunction",
     "Router",
     "RunContext",
     "ScreenVerdict",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "Source",
     "StoreUnavailable",
     "SystemMessage",
     "Tool",

@@ -6,10 +6,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .command import AgentCommand
-from .results import ToolCallRecord
+from .results import Source, ToolCallRecord
+
+if TYPE_CHECKING:
+    from .guards.base import ToolResultScreen
 
 __all__ = ["RunContext", "bind_run_context", "current_run_context"]
 
@@ -22,7 +25,10 @@ class RunContext:
     ``before_agent_start`` hooks (they may replace it). ``client_address`` is the caller's
     network address when the service knows it (rate limits fall back to it);
     ``request_headers`` are the HTTP request's headers in the service (tools that call other
-    services pass on the ones they allow, e.g. ``RestTool``).
+    services pass on the ones they allow, e.g. ``RestTool``). ``screens`` are the executor's
+    guards that screen tool results, for hooks that bring other outside text to the model;
+    ``sources`` is where such a hook records where that text came from (the ``done`` event
+    and ``AgentResult`` list them).
     """
 
     command: AgentCommand
@@ -32,6 +38,8 @@ class RunContext:
     request_headers: Mapping[str, str] = field(default_factory=dict)
     turn: int = 0
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    screens: tuple[ToolResultScreen, ...] = ()
+    sources: list[Source] = field(default_factory=list)
 
     @property
     def user_id(self) -> str | None:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from .messages import Usage
-from .results import FinishReason, PendingApproval, ToolCallRecord, ToolStatus
+from .results import FinishReason, PendingApproval, Source, ToolCallRecord, ToolStatus
 
 __all__ = [
     "AgentEvent",
@@ -134,7 +134,8 @@ class ErrorEvent:
 
 @dataclass(frozen=True, slots=True)
 class DoneEvent:
-    """The last event of every stream, after an error too."""
+    """The last event of every stream, after an error too; ``sources`` are where the passages
+    a retrieval hook gave the model come from."""
 
     finish_reason: FinishReason
     usage: Usage | None
@@ -142,6 +143,7 @@ class DoneEvent:
     duration_ms: float
     output: Any = None
     pending_approvals: list[PendingApproval] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
     type: Literal["done"] = field(default="done", init=False, repr=False)
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "ErrorInfo",
     "FinishReason",
     "PendingApproval",
+    "Source",
     "ToolCallRecord",
     "ToolStatus",
 ]
@@ -56,6 +57,17 @@ class PendingApproval(BaseModel):
     approval_token: str
 
 
+class Source(BaseModel):
+    """Where a passage the model was given comes from (a retrieval hook records them):
+    ``source`` is a path, URL or id, ``title`` its heading, ``score`` the retriever's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    title: str | None = None
+    score: float | None = None
+
+
 class ErrorInfo(BaseModel):
     """Why a run failed: an ``error.code`` of SPEC section 3 and a human-readable message."""
 
@@ -72,7 +84,8 @@ class AgentResult(BaseModel):
     ``content`` is all text the model produced, exactly what ``execute_stream()`` yields as
     ``message`` events; ``reasoning`` is the model's reasoning text (``reasoning`` events;
     ``None`` when the model gave none or reasoning events are off); ``output`` is the
-    validated structured output, if the command asked.
+    validated structured output, if the command asked; ``sources`` are where the passages a
+    retrieval hook gave the model come from.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -87,3 +100,4 @@ class AgentResult(BaseModel):
     output: Any = None
     pending_approvals: list[PendingApproval] = []
     reasoning: str | None = None
+    sources: list[Source] = []

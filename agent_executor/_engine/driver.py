@@ -24,7 +24,7 @@ from ..command import AgentCommand
 from ..context import RunContext, bind_run_context
 from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
 from ..events import ErrorEvent
-from ..guards import Guard
+from ..guards import Guard, ToolResultScreen
 from ..hooks import HookChain
 from ..messages import Message, SystemMessage, UserMessage
 from ..observability import Span, log_context
@@ -74,6 +74,7 @@ class Driver:
         "_guards",
         "_hooks",
         "_loop",
+        "_screens",
         "_settings",
         "_telemetry",
         "_tool_runner",
@@ -98,6 +99,7 @@ class Driver:
         self._tools = tools
         self._tool_specs = [t.spec() for t in tools.values()]
         self._guards = tuple(guards)
+        self._screens = tuple(g for g in self._guards if isinstance(g, ToolResultScreen))
         self._hooks = hooks
         self._gate = gate
         self._conversations = conversations
@@ -115,6 +117,7 @@ class Driver:
             mode=mode,
             client_address=caller.address,
             request_headers=caller.headers or {},
+            screens=self._screens,
         )
         run = RunState(ctx, emit)
         logged = log_context(

@@ -168,6 +168,7 @@ class RunState:
             duration_ms=self.duration_ms(),
             output=self.output,
             pending_approvals=list(self.approvals.requested),
+            sources=list(self.ctx.sources),
         )
 
     def result(self) -> AgentResult:
@@ -183,4 +184,5 @@ class RunState:
             output=self.output,
             pending_approvals=list(self.approvals.requested),
             reasoning="".join(self.reasoning) if self.reasoning else None,
+            sources=list(self.ctx.sources),
         )

@@ -117,6 +117,8 @@ def _json_fields(event: AgentEvent) -> dict[str, Any]:
     }
     if event.pending_approvals:
         done["pending_approvals"] = [p.model_dump(mode="json") for p in event.pending_approvals]
+    if event.sources:
+        done["sources"] = [source.model_dump(mode="json") for source in event.sources]
     return done
 
 
