@@ -7,6 +7,7 @@ the query. Identifiers keep their underscores (``output_blocked`` is one word).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -26,10 +27,11 @@ class BM25Retriever:
     """Ranks passages held in memory with BM25; indexes them when created.
 
     ``stemmer`` is a Snowball language for PyStemmer (``None``: no stemming), ``stopwords``
-    a language code of ``bm25s`` or a list of words; ``k1``, ``b`` and ``method`` (``lucene``,
-    ``robertson``, ``atire``, ``bm25l``, ``bm25+``) are BM25's. Indexing runs in the calling
-    thread (about a second per 10 MB of text); a search runs in a worker thread. Passages
-    that share no word with the query are never returned.
+    a language of ``bm25s`` (``en``, ``de``, ``fr``, ...), a list of words, or ``None``;
+    ``k1``, ``b`` and ``method`` (``lucene``, ``robertson``, ``atire``, ``bm25l``,
+    ``bm25+``) are BM25's. Indexing runs in the calling thread (about a second per 10 MB of
+    text); a search runs in a worker thread. Passages that share no word with the query are
+    never returned.
     """
 
     def __init__(
@@ -37,22 +39,26 @@ class BM25Retriever:
         passages: Sequence[Passage],
         *,
         stemmer: str | None = "english",
-        stopwords: str | list[str] = "en",
+        stopwords: str | list[str] | None = "en",
         k1: float = 1.5,
         b: float = 0.75,
         method: str = "lucene",
     ) -> None:
-        bm25s = import_extra("bm25s", "retrieval", _FEATURE)
-        tokenization = import_extra("bm25s.tokenization", "retrieval", _FEATURE)
-        stem = None
+        self._bm25s = bm25s = import_extra("bm25s", "retrieval", _FEATURE)
+        self._stemmer: Any = None
         if stemmer is not None:
-            stem = import_extra("Stemmer", "retrieval", _FEATURE).Stemmer(stemmer).stemWord
+            self._stemmer = import_extra("Stemmer", "retrieval", _FEATURE).Stemmer(stemmer)
+        self._stopwords = stopwords
+        # PyStemmer's stemmers are not thread-safe, and searches run in worker threads.
+        self._lock = threading.Lock()
         self.passages: tuple[Passage, ...] = tuple(passages)
-        self._tokenizer: Any = tokenization.Tokenizer(stemmer=stem, stopwords=stopwords)
+        tokens = self._tokens(
+            [f"{p.title}\n{p.text}" if p.title else p.text for p in self.passages]
+        )
+        self._vocabulary = frozenset(token for words in tokens for token in words)
         self._index: Any = bm25s.BM25(k1=k1, b=b, method=method)
-        texts = [f"{p.title}\n{p.text}" if p.title else p.text for p in self.passages]
-        tokens = self._tokenizer.tokenize(texts, return_as="ids", show_progress=False)
-        self._index.index(tokens, show_progress=False)
+        if self.passages:
+            self._index.index(tokens, show_progress=False)
 
     @classmethod
     def from_folder(
@@ -78,14 +84,30 @@ class BM25Retriever:
         """The ``k`` best passages for ``query``, best first (synchronous)."""
         if k < 1 or not self.passages:
             return []
-        tokens = self._tokenizer.tokenize(
-            [query], update_vocab=False, return_as="ids", show_progress=False
-        )
+        with self._lock:
+            [words] = self._tokens([query])
+        # Words the index has never seen are left out (they cannot match anything).
+        known = [word for word in words if word in self._vocabulary]
+        if not known:
+            return []
         ranks, scores = self._index.retrieve(
-            tokens, k=min(k, len(self.passages)), show_progress=False, n_threads=1
+            [known], k=min(k, len(self.passages)), show_progress=False, n_threads=1
         )
         return [
             replace(self.passages[int(rank)], score=float(score))
             for rank, score in zip(ranks[0], scores[0], strict=True)
             if score > 0
         ]
+
+    def _tokens(self, texts: list[str]) -> list[list[str]]:
+        """Each text's words as the index reads them. ``bm25s.tokenize`` keeps no state
+        between calls, so queries never grow a vocabulary (a tokenizer object would remember
+        every word it was ever asked about)."""
+        tokens: list[list[str]] = self._bm25s.tokenize(
+            texts,
+            stopwords=self._stopwords,
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
+        )
+        return tokens
