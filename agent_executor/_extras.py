@@ -17,7 +17,9 @@ EXTRAS: dict[str, frozenset[str]] = {
     "mcp": frozenset({"mcp", "httpx2"}),
     "onnx": frozenset({"numpy", "onnxruntime", "tokenizers"}),
     "otel": frozenset({"opentelemetry"}),
+    "postgres": frozenset({"psycopg", "psycopg_pool"}),
     "redis": frozenset({"redis"}),
+    "retrieval": frozenset({"bm25s", "numpy", "Stemmer"}),
     "slack": frozenset({"slack_sdk"}),
 }
 """Each extra of pyproject.toml and the top-level modules it installs that this code imports."""

@@ -30,6 +30,7 @@ from agent_executor import (
     UserMessage,
     tool,
 )
+from agent_executor.errors import MissingExtraError
 from agent_executor.guards.injection.guard import UNTRUSTED_NOTICE
 from agent_executor.models.base import ModelRequest
 from agent_executor.models.scripted import ScriptedTurn, call, tool_turn
@@ -359,10 +360,19 @@ def test_a_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "bm25s", None)
     monkeypatch.setitem(sys.modules, "psycopg_pool", None)
 
-    with pytest.raises(ImportError, match=r"pip install 'agent-executor\[retrieval\]'"):
+    with pytest.raises(MissingExtraError) as bm25:
         BM25Retriever([])
-    with pytest.raises(ImportError, match=r"pip install 'agent-executor\[postgres\]'"):
+    with pytest.raises(MissingExtraError) as postgres:
         PostgresRetriever("postgresql://localhost/x")
+
+    assert str(bm25.value) == (
+        'BM25Retriever needs the "retrieval" extra: pip install "agent-executor[retrieval]" '
+        "(bm25s is missing)"
+    )
+    assert str(postgres.value) == (
+        'PostgresRetriever needs the "postgres" extra: pip install "agent-executor[postgres]" '
+        "(psycopg_pool is missing)"
+    )
 
 
 def test_the_library_imports_without_the_retrieval_packages() -> None:

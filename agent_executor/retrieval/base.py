@@ -1,17 +1,14 @@
-"""The retrieval vocabulary: :class:`Passage`, the :class:`Retriever` protocol, and the lazy
-import of the optional packages the built-in retrievers use."""
+"""The retrieval vocabulary: :class:`Passage` and the :class:`Retriever` protocol."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from ..results import Source
 
-__all__ = ["Passage", "Retriever", "import_extra"]
+__all__ = ["Passage", "Retriever"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +42,3 @@ class Retriever(Protocol):
     """
 
     async def retrieve(self, query: str, *, k: int) -> list[Passage]: ...
-
-
-def import_extra(module: str, extra: str, feature: str) -> ModuleType:
-    """Import ``module``, or raise an ImportError naming the extra that installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(
-            f"{feature} needs the {module!r} package: pip install 'agent-executor[{extra}]'"
-        ) from exc

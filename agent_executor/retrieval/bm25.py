@@ -15,12 +15,11 @@ from typing import Any
 
 import anyio
 
-from .base import Passage, import_extra
+from .._extras import requires_extra
+from .base import Passage
 from .documents import load_folder
 
 __all__ = ["BM25Retriever"]
-
-_FEATURE = "BM25Retriever"
 
 
 class BM25Retriever:
@@ -44,10 +43,11 @@ class BM25Retriever:
         b: float = 0.75,
         method: str = "lucene",
     ) -> None:
-        self._bm25s = bm25s = import_extra("bm25s", "retrieval", _FEATURE)
-        self._stemmer: Any = None
-        if stemmer is not None:
-            self._stemmer = import_extra("Stemmer", "retrieval", _FEATURE).Stemmer(stemmer)
+        with requires_extra("retrieval", "BM25Retriever"):
+            import bm25s
+            import Stemmer
+        self._bm25s = bm25s
+        self._stemmer = None if stemmer is None else Stemmer.Stemmer(stemmer)
         self._stopwords = stopwords
         # PyStemmer's stemmers are not thread-safe, and searches run in worker threads.
         self._lock = threading.Lock()

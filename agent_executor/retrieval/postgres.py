@@ -25,12 +25,12 @@ from typing import Any, Literal
 
 import anyio
 
-from .base import Passage, import_extra
+from .._extras import requires_extra
+from .base import Passage
 from .documents import load_folder
 
 __all__ = ["PostgresRetriever"]
 
-_FEATURE = "PostgresRetriever"
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 _SCHEMA = """
@@ -94,9 +94,13 @@ class PostgresRetriever:
         max_size: int = 8,
         timeout: float = 10.0,
     ) -> None:
-        self._psycopg = import_extra("psycopg", "postgres", _FEATURE)
-        self._pool_module = import_extra("psycopg_pool", "postgres", _FEATURE)
-        self._sql = import_extra("psycopg.sql", "postgres", _FEATURE)
+        with requires_extra("postgres", "PostgresRetriever"):
+            import psycopg_pool
+            from psycopg import sql
+            from psycopg.types.json import Jsonb
+        self._pool_class = psycopg_pool.AsyncConnectionPool
+        self._sql = sql
+        self._jsonb = Jsonb
         if match not in ("any", "websearch"):
             raise ValueError(f"match must be 'any' or 'websearch', not {match!r}")
         if ranking not in _RANKINGS:
@@ -154,8 +158,7 @@ class PostgresRetriever:
         stored of their documents (``metadata["path"]``, else the source before ``#``).
         Returns how many were stored."""
         rows = [
-            (_document(p), p.source, p.title, p.text, self._psycopg.types.json.Jsonb(p.metadata))
-            for p in passages
+            (_document(p), p.source, p.title, p.text, self._jsonb(p.metadata)) for p in passages
         ]
         await self.setup()
         sql, table = self._sql, self._table()
@@ -217,7 +220,7 @@ class PostgresRetriever:
         async with self._lock:
             if self._pool is None:
                 min_size, max_size = self._pool_size
-                pools = self._pool_module.AsyncConnectionPool
+                pools = self._pool_class
                 pool = pools(
                     self.dsn,
                     min_size=min_size,
