@@ -28,7 +28,9 @@ class RunContext:
     services pass on the ones they allow, e.g. ``RestTool``). ``screens`` are the executor's
     guards that screen tool results, for hooks that bring other outside text to the model;
     ``sources`` is where such a hook records where that text came from (the ``done`` event
-    and ``AgentResult`` list them).
+    and ``AgentResult`` list them). ``agent`` names the agent that has the conversation now
+    (it changes when a handoff transfers the run); ``parent`` is the run whose tool started
+    this one (an agent used as a tool), ``None`` for a top-level run.
     """
 
     command: AgentCommand
@@ -40,6 +42,8 @@ class RunContext:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     screens: tuple[ToolResultScreen, ...] = ()
     sources: list[Source] = field(default_factory=list)
+    agent: str = "default"
+    parent: RunContext | None = None
 
     @property
     def user_id(self) -> str | None:
@@ -50,6 +54,19 @@ class RunContext:
     def session_id(self) -> str | None:
         """The conversation the run belongs to (``command.session_id``)."""
         return self.command.session_id
+
+    @property
+    def parent_request_id(self) -> str | None:
+        """The request id of the run that started this one (``None`` for a top-level run)."""
+        return None if self.parent is None else self.parent.request_id
+
+    @property
+    def depth(self) -> int:
+        """How deep this run is nested: 0 for a top-level run, 1 for a run its tool started."""
+        depth, parent = 0, self.parent
+        while parent is not None:
+            depth, parent = depth + 1, parent.parent
+        return depth
 
 
 _current: ContextVar[RunContext | None] = ContextVar("agent_executor_run", default=None)

@@ -25,6 +25,7 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "MessageEvent",
+    "NestedEvent",
     "ReasoningEvent",
     "ToolCallEvent",
     "ToolEndEvent",
@@ -110,16 +111,35 @@ class ApprovalRequiredEvent:
 
 @dataclass(frozen=True, slots=True)
 class AgentSelectedEvent:
-    """A router picked the agent for this request (``json`` mode only on the wire).
+    """An agent was picked for this request, or took the conversation over (``json`` mode only
+    on the wire).
 
     ``selected_by`` is ``router``, or ``default`` when routing fell back to the default agent,
-    with the reason in ``detail``.
+    with the reason in ``detail``; or ``handoff`` when the agent speaking handed the run over to
+    ``agent`` (``detail`` says which agent did), which answers from then on.
     """
 
     agent: str
-    selected_by: Literal["router", "default"]
+    selected_by: Literal["router", "default", "handoff"]
     detail: str | None = None
     type: Literal["agent_selected"] = field(default="agent_selected", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NestedEvent:
+    """An event of a run nested in this one: an agent used as a tool (``json`` mode only on
+    the wire).
+
+    ``agent`` names the nested agent, ``call_id`` is the tool call of this run that runs it,
+    and ``event`` is its event as its own stream would yield it (itself a ``NestedEvent`` when
+    that agent uses another agent). Its text is never part of this run's ``message`` events or
+    ``content``; its ``done`` carries what it spent, which this run's usage includes.
+    """
+
+    agent: str
+    call_id: str
+    event: AgentEvent
+    type: Literal["nested"] = field(default="nested", init=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +175,7 @@ AgentEvent = Annotated[
     | ToolCallEvent
     | ApprovalRequiredEvent
     | AgentSelectedEvent
+    | NestedEvent
     | ErrorEvent
     | DoneEvent,
     Field(discriminator="type"),

@@ -1,7 +1,8 @@
 """The driver: one run from its command to its ``done`` event, the same for both modes.
 
     command → guards → before_agent_start hooks → permit → prepare (tools, history, prompt)
-            → the ReAct loop → finish (pending tools, memory, hooks, telemetry, closing events)
+            → the ReAct loop (then the loop of each agent a handoff gives the run to)
+            → finish (pending tools, memory, hooks, telemetry, closing events)
 
 Every failure of the steps before ``finish`` is raised as :class:`RunFailed` and caught once,
 here, which records it on the run; a ``request_timeout`` and an unexpected exception end there
@@ -21,9 +22,9 @@ from typing import Literal
 import anyio
 
 from ..command import AgentCommand
-from ..context import RunContext, bind_run_context
+from ..context import RunContext, bind_run_context, current_run_context
 from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
-from ..events import ErrorEvent
+from ..events import AgentSelectedEvent, ErrorEvent
 from ..guards import Guard, ToolResultScreen
 from ..hooks import HookChain
 from ..messages import Message, SystemMessage, UserMessage
@@ -62,6 +63,7 @@ class RunSettings:
     system_prompt: str | None
     request_timeout: float | None
     max_tool_calls: int
+    name: str = "default"
 
 
 class Driver:
@@ -72,6 +74,7 @@ class Driver:
         "_conversations",
         "_gate",
         "_guards",
+        "_handoffs",
         "_hooks",
         "_loop",
         "_screens",
@@ -95,8 +98,10 @@ class Driver:
         tool_runner: ToolRunner,
         telemetry: RunTelemetry,
         settings: RunSettings,
+        handoffs: Mapping[str, Driver] | None = None,
     ) -> None:
         self._tools = tools
+        self._handoffs: Mapping[str, Driver] = handoffs or {}
         self._tool_specs = [t.spec() for t in tools.values()]
         self._guards = tuple(guards)
         self._screens = tuple(g for g in self._guards if isinstance(g, ToolResultScreen))
@@ -118,6 +123,8 @@ class Driver:
             client_address=caller.address,
             request_headers=caller.headers or {},
             screens=self._screens,
+            agent=self._settings.name,
+            parent=current_run_context(),
         )
         run = RunState(ctx, emit)
         logged = log_context(
@@ -170,7 +177,7 @@ class Driver:
             max_calls = self._settings.max_tool_calls
         async with self._gate.permit():
             await self._prepare(run, output, max_calls)
-            await self._loop.run(run, output, max_calls)
+            await self._converse(run, output, max_calls)
 
     async def _check_guards(self, run: RunState, *, rewritten: bool = False) -> None:
         """Run the guards in order; the first rejection ends the run with its code.
@@ -197,15 +204,64 @@ class Driver:
         """The run's tools and its conversation so far: prompt, history, the user's message."""
         command = run.ctx.command
         self._offer_tools(run, command)
-        system = command.system_prompt or self._settings.system_prompt
-        if output is not None:
-            system = f"{system}\n\n{output.instructions}" if system else output.instructions
+        system = _with_format(command.system_prompt or self._settings.system_prompt, output)
         run.messages = [SystemMessage(content=system)] if system else []
         run.messages += await self._conversations.load(command)
         if command.approvals is not None:
             await self._approvals.resume(run, max_calls)
         else:
             run.add(UserMessage(content=command.user_prompt))
+
+    async def _converse(self, run: RunState, output: OutputFormat | None, max_calls: int) -> None:
+        """The ReAct loop of the agent that has the conversation: this one, then each agent a
+        handoff gives it to (same messages, budget and usage; the target's prompt, model and
+        tools)."""
+        agent = self
+        while True:
+            await agent._loop.run(run, output, max_calls)
+            if run.handoff is None:
+                return
+            agent = agent._hand_over(run, output)
+
+    def _hand_over(self, run: RunState, output: OutputFormat | None) -> Driver:
+        """The agent the run's handoff names, now in charge of the run (this one still, if
+        the handoff call did not succeed: a hook refused it)."""
+        request, run.handoff = run.handoff, None
+        assert request is not None
+        target = self._handoffs.get(request.tool)
+        calls = reversed(run.records)
+        status = next((r.status for r in calls if r.call_id == request.call_id), None)
+        if target is None or status != "success":
+            return self
+        run.handoffs += 1
+        target._take_over(run, output)
+        source = self._settings.name
+        run.emit(
+            AgentSelectedEvent(
+                agent=target._settings.name, selected_by="handoff", detail=f"from {source}"
+            )
+        )
+        self._telemetry.handed_over(source, target._settings.name)
+        return target
+
+    def _take_over(self, run: RunState, output: OutputFormat | None) -> None:
+        """Give ``run`` to this driver's agent: its name, its tools, and its system prompt in
+        place of the one the conversation had (the command's ``system_prompt`` was for the
+        agent it was sent to)."""
+        run.ctx.agent = self._settings.name
+        self._offer_tools(run, run.ctx.command)
+        messages = run.messages
+        if messages and isinstance(messages[0], SystemMessage):
+            del messages[0]
+        system = _with_format(self._settings.system_prompt, output)
+        if system:
+            messages.insert(0, SystemMessage(content=system))
+
+    def tools_changed(self, handoffs: Mapping[str, Driver]) -> None:
+        """Tools were added to the registry (``AgentExecutor.add_tools``)."""
+        self._tool_specs = [t.spec() for t in self._tools.values()]
+        self._handoffs = handoffs
+        self._tool_runner.tools_changed()
 
     def _offer_tools(self, run: RunState, command: AgentCommand) -> None:
         """The run's tools: the executor's, plus the client's own for this run."""
@@ -257,6 +313,13 @@ class Driver:
                 await self._hooks.on_agent_failed(
                     run.ctx, ErrorInfo(code="cancelled", message="the run was cancelled")
                 )
+
+
+def _with_format(system: str | None, output: OutputFormat | None) -> str | None:
+    """The system prompt with the requested output format's instructions."""
+    if output is None:
+        return system
+    return f"{system}\n\n{output.instructions}" if system else output.instructions
 
 
 def _guarded_text(command: AgentCommand) -> tuple[str, str | None, tuple[Message, ...] | None]:

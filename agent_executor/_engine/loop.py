@@ -3,8 +3,9 @@
 :meth:`ReactLoop.run` is the loop on one screen. A turn either answers (no tool calls: checked
 against the requested format, with one repair), or calls tools (run as a batch; with eager
 tools the batch's task group spans the model stream so they start while it still streams), or
-stops at calls a person must approve. ``max_tool_calls`` refused a call: the next turn is
-offered no tools, so the model answers with what it has.
+stops at calls a person must approve, or at a handoff (the driver goes on with the other
+agent's loop). ``max_tool_calls`` refused a call: the next turn is offered no tools, so the
+model answers with what it has.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class ReactLoop:
             if run.approvals.held:
                 self._approvals.pause(run)
                 return
+            if run.handoff is not None:
+                return  # the driver hands the conversation over to another agent's loop
             if not calls:
                 if limit_hit:
                     run.finish_reason = "max_tool_calls"

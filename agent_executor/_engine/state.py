@@ -20,7 +20,15 @@ from ..messages import Message, ToolCall, Usage
 from ..results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
 from ..tools import Tool
 
-__all__ = ["ApprovalState", "Emit", "PendingCall", "RunFailed", "RunState", "ToolBudget"]
+__all__ = [
+    "ApprovalState",
+    "Emit",
+    "HandoffRequest",
+    "PendingCall",
+    "RunFailed",
+    "RunState",
+    "ToolBudget",
+]
 
 Emit = Callable[[AgentEvent], None]
 """Where a run's events go: dropped by ``execute()``, pushed to the stream by
@@ -90,6 +98,14 @@ class ApprovalState:
         self.requested.append(approval)
 
 
+@dataclass(frozen=True, slots=True)
+class HandoffRequest:
+    """A handoff the model asked for in this turn: the call of which tool (``call_id``)."""
+
+    tool: str
+    call_id: str
+
+
 class RunState:
     """Everything a run accumulates: messages, text, usage, tool calls, outcome."""
 
@@ -101,6 +117,8 @@ class RunState:
         "emit",
         "error",
         "finish_reason",
+        "handoff",
+        "handoffs",
         "messages",
         "new_messages",
         "output",
@@ -135,6 +153,8 @@ class RunState:
         self.tool_specs: list[dict[str, Any]] = []
         self.budget = ToolBudget()
         self.approvals = ApprovalState()
+        self.handoff: HandoffRequest | None = None
+        self.handoffs = 0
 
     @property
     def records(self) -> list[ToolCallRecord]:

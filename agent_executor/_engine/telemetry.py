@@ -133,6 +133,9 @@ class RunTelemetry:
             message,
         )
 
+    def handed_over(self, source: str, target: str) -> None:
+        logger.info("run handed over from agent %s to agent %s", source, target)
+
     def _count(self, run: RunState, outcome: str) -> None:
         mode = run.ctx.mode
         seconds = time.perf_counter() - run.started

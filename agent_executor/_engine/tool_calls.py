@@ -33,6 +33,7 @@ from ..tools import (
 )
 from .state import PendingCall, RunState
 from .telemetry import RunTelemetry
+from .tool_scope import tool_scope
 
 __all__ = ["Decision", "ToolBatch", "ToolLimits", "ToolRunner", "loose_arguments"]
 
@@ -78,6 +79,10 @@ class ToolRunner:
         self.has_eager = any(tool.eager for tool in tools.values())
         self._limits = limits
         self._hooks = hooks
+
+    def tools_changed(self) -> None:
+        """Tools were added to the registry (``AgentExecutor.add_tools``)."""
+        self.has_eager = any(tool.eager for tool in self.tools.values())
 
     def batch(
         self, run: RunState, task_group: TaskGroup | None, max_calls: int | None
@@ -243,7 +248,8 @@ class ToolRunner:
                 if isinstance(tool, FrontendTool):
                     value = await self._from_client(run, call, arguments, timeout)
                 else:
-                    value = await tool.invoke(arguments)
+                    with tool_scope(run, call):
+                        value = await tool.invoke(arguments)
             except (Exception, SystemExit) as exc:  # SystemExit: sys.exit(), argparse errors
                 description = _describe(exc)
                 logger.warning("tool %s raised %s", call.name, description, exc_info=exc)

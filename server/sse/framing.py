@@ -20,6 +20,7 @@ from agent_executor import (
     ApprovalRequiredEvent,
     ErrorEvent,
     MessageEvent,
+    NestedEvent,
     ReasoningEvent,
     ToolCallEvent,
     ToolEndEvent,
@@ -108,6 +109,10 @@ def _json_fields(event: AgentEvent) -> dict[str, Any]:
         }
     if isinstance(event, AgentSelectedEvent):
         return {"agent": event.agent, "selected_by": event.selected_by, "detail": event.detail}
+    if isinstance(event, NestedEvent):
+        inner = event.event
+        nested = {"type": inner.type, **_json_fields(inner)}
+        return {"agent": event.agent, "call_id": event.call_id, "event": nested}
     done: dict[str, Any] = {
         "finish_reason": event.finish_reason,
         "usage": event.usage.model_dump() if event.usage else None,
@@ -151,7 +156,7 @@ class AgentEventEncoder:
         if self._mode == "text":
             if type(event) is MessageEvent:
                 return frame("message", event.text, event_id)
-            if type(event) is AgentSelectedEvent:
-                self._next_id = event_id
+            if type(event) is AgentSelectedEvent or type(event) is NestedEvent:
+                self._next_id = event_id  # json mode only: a nested agent's text is not ours
                 return b""
         return frame(event.type, encode_data(event, self._mode), event_id)

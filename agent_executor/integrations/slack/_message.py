@@ -18,6 +18,7 @@ from ...events import (
     DoneEvent,
     ErrorEvent,
     MessageEvent,
+    NestedEvent,
     ReasoningEvent,
     ToolEndEvent,
     ToolStartEvent,
@@ -162,6 +163,8 @@ class MessageState:
     def apply(self, event: AgentEvent) -> None:
         """Fold one event of the run into the message."""
         queue = self.queue
+        if isinstance(event, NestedEvent):
+            return  # a nested agent's events: the tool call that runs it shows as a tool
         if isinstance(event, ReasoningEvent):
             self.start_thinking()  # its text is never sent
             return
