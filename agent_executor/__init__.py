@@ -83,6 +83,7 @@ from .models import (
     ToolCallDelta,
 )
 from .observability import LogContextFilter, install_log_context, log_context
+from .orchestration import AgentTool, AgentToolError, Handoff, HandoffRefused, handoff
 from .results import AgentResult, ErrorInfo, PendingApproval, Source, ToolCallRecord
 from .retrieval import BM25Retriever, Passage, PostgresRetriever, RetrievalHook, Retriever
 from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
@@ -101,6 +102,8 @@ __all__ = [
     "AgentResult",
     "AgentRouter",
     "AgentSelectedEvent",
+    "AgentTool",
+    "AgentToolError",
     "Approval",
     "ApprovalRequiredEvent",
     "AssistantMessage",
@@ -122,6 +125,8 @@ __all__ = [
     "FunctionTool",
     "Guard",
     "GuardRejection",
+    "Handoff",
+    "HandoffRefused",
     "HistoryCompressor",
     "Hook",
     "HookRejection",
@@ -186,6 +191,7 @@ __all__ = [
     "__version__",
     "current_run_context",
     "event_adapter",
+    "handoff",
     "install_log_context",
     "litellm_token_counter",
     "log_context",

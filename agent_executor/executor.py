@@ -10,6 +10,7 @@ and both read their outcome from the same run state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ from .hooks import Hook, HookChain
 from .memory import ConversationStore, HistoryCompressor, InMemoryConversationStore
 from .models import ChatModel, resolve_model
 from .observability import Metrics, Tracing, install_log_context
+from .orchestration import AgentTool, Handoff, SessionPolicy
 from .results import AgentResult
 from .tools import FunctionTool, Tool, ToolResults
 
@@ -159,7 +161,8 @@ class AgentExecutor:
             loop=ReactLoop(turns, runner, approvals, max_turns),
             tool_runner=runner,
             telemetry=telemetry,
-            settings=RunSettings(system_prompt, request_timeout, max_tool_calls),
+            settings=RunSettings(system_prompt, request_timeout, max_tool_calls, name),
+            handoffs=_handoffs(self.tools),
         )
         self._register_labels()
         install_log_context()
@@ -210,6 +213,51 @@ class AgentExecutor:
         caller = Caller(request_id, client_address, request_headers)
         return EventStream(lambda emit: self._driver.run(command, "stream", emit, caller))
 
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        input_description: str | None = None,
+        session: SessionPolicy = "none",
+        timeout: float = math.inf,
+    ) -> AgentTool:
+        """This agent as another agent's tool: a call runs it on the task the calling model
+        writes (one string, ``input``), nested in the calling run (see :class:`AgentTool` and
+        ``docs/orchestration.md``).
+
+        ``name`` defaults to the agent's name, ``description`` to one made from the agent's
+        ``description``. ``session="linked"`` lets it remember its earlier tasks within each
+        session of the caller; by default each call starts afresh. ``timeout`` bounds a call
+        (default: only the agent's own ``request_timeout`` and the caller's).
+        """
+        return AgentTool(
+            self,
+            self._driver.run,
+            name=name,
+            description=description,
+            input_description=input_description,
+            session=session,
+            timeout=timeout,
+        )
+
+    def add_tools(self, *tools: Tool | Callable[..., Any]) -> None:
+        """Register more tools, for the runs that start from now on; for agents that refer to
+        each other (``a.add_tools(handoff(b))`` once ``b``, which hands back to ``a``, exists).
+
+        An agent cannot be its own tool or hand over to itself (:class:`ConfigurationError`, as
+        for a name already taken).
+        """
+        added = _registry(tools)
+        taken = sorted(set(added) & set(self.tools))
+        if taken:
+            raise ConfigurationError(f"tools named {taken} are registered already")
+        if any(isinstance(t, (AgentTool, Handoff)) and t.agent is self for t in added.values()):
+            raise ConfigurationError(f"the agent {self.name!r} cannot be its own tool")
+        self.tools.update(added)
+        self._driver.tools_changed(_handoffs(self.tools))
+        self.metrics.register_tools(added)
+
     async def waiting_for_approval(self, user_id: str | None, session_id: str) -> bool:
         """Whether a run of this session is paused for approval (and may be resumed here)."""
         store = self._conversations.pending_store
@@ -237,6 +285,11 @@ def _check_limits(concurrency: int, turns: int, parallel_tools: int, tool_calls:
         raise ConfigurationError(
             "max_concurrency, max_turns and max_parallel_tools must be >= 1 and max_tool_calls >= 0"
         )
+
+
+def _handoffs(tools: Mapping[str, Tool]) -> dict[str, Driver]:
+    """The agent each handoff tool gives the conversation to, by tool name."""
+    return {t.name: t.agent._driver for t in tools.values() if isinstance(t, Handoff)}
 
 
 def _registry(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
