@@ -46,6 +46,52 @@ def test_embedding_example_runs_offline() -> None:
     assert "session 'trip-1' holds 8 messages" in out
 
 
+@pytest.mark.timeout(90)
+def test_orchestration_example_shows_the_nested_agent_and_the_handoff() -> None:
+    done = run_example("orchestration.py")
+
+    assert done.returncode == 0, done.stderr
+    tool_part, handoff_part = done.stdout.split("== a handoff", 1)
+    assert (
+        "[writer] tool start researcher {'input': 'How many people live in Paris?'}\n"
+        "    [researcher] Paris has about 2.1 million people.\n"
+        "    [researcher] done: stop, 12 in / 8 out\n"
+        "[writer] tool end researcher: success\n"
+        "[writer] Paris is home to some 2.1 million people.\n"
+        "[writer] done: stop, 112 in / 28 out\n"
+    ) in tool_part
+    assert "execute(): 'Paris is home to some 2.1 million people.'" in tool_part
+    assert "[triage] hands over to billing (handoff)\n" in handoff_part
+    assert "[billing] Invoice 42 was paid on 3 March.\n" in handoff_part
+    assert "session 'help-1' of triage holds 6 messages" in handoff_part
+
+
+@pytest.mark.timeout(90)
+def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path: Path) -> None:
+    guide = (EXAMPLES.parent / "docs" / "orchestration.md").read_text(encoding="utf-8")
+    snippets = [part.split("```", 1)[0] for part in guide.split("```python\n")[1:]]
+    outputs = []
+    for number, snippet in enumerate(snippets):
+        script = tmp_path / f"snippet_{number}.py"
+        script.write_text(snippet, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, encoding="utf-8", timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+
+    as_tool, handoff = outputs
+    assert (
+        "NestedEvent(agent='researcher', call_id='call_0', event=MessageEvent(text='Paris '))"
+        in as_tool
+    )
+    assert "usage=Usage(input_tokens=112, output_tokens=28)" in as_tool.splitlines()[-1]
+    assert (
+        "AgentSelectedEvent(agent='billing', selected_by='handoff', detail='from triage')"
+        in handoff
+    )
+
+
 def _load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
