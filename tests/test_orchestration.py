@@ -25,6 +25,7 @@ from agent_executor import (
     NestedEvent,
     RunContext,
     ScriptedModel,
+    Source,
     ToolCall,
     ToolCallRecord,
     ToolEndEvent,
@@ -222,6 +223,25 @@ async def test_a_linked_session_lets_the_nested_agent_remember_per_callers_sessi
     ]
     assert len(await researcher.memory.load("u", "s1/notes")) == 4
     assert await researcher.memory.load("u", "s1") == []
+
+
+async def test_the_nested_agents_sources_become_the_callers() -> None:
+    class Cites(Hook):
+        async def before_agent_start(self, ctx: RunContext) -> AgentCommand | None:
+            ctx.sources.append(Source(source="docs/paris.md", title="Population"))
+            return None
+
+    researcher = agent("researcher", ["Paris: 2.1 million."] * 2, hooks=[Cites()])
+    boss = agent(
+        "boss",
+        [tool_turn(call("researcher", {"input": "a"}), call("researcher", {"input": "b"})), "ok"],
+        tools=[researcher.as_tool()],
+        max_identical_calls=0,
+    )
+
+    result = await boss.execute(AgentCommand(user_prompt="go"))
+
+    assert result.sources == [Source(source="docs/paris.md", title="Population")]
 
 
 class Sleeper:

@@ -6,7 +6,8 @@ a run nested in the calling run:
 - its events reach the caller's stream as they happen, each wrapped in a
   :class:`~agent_executor.events.NestedEvent` naming the agent and the call (not when the
   caller runs ``execute()``: nobody would see them);
-- its usage is added to the caller's when it ends;
+- its usage is added to the caller's when it ends, and its sources (``done.sources``) to the
+  caller's sources;
 - cancelling the caller, or the call's timeout, cancels it (its permit is released);
 - it is a run of its own agent: that agent's guards judge the task, its hooks and limits
   apply, it takes one of its permits, its metrics count it. The caller's hooks see the call
@@ -32,7 +33,7 @@ from .._engine.tool_scope import ToolScope, current_tool_scope
 from ..command import AgentCommand
 from ..context import RunContext, current_run_context
 from ..errors import AgentExecutorError
-from ..results import AgentResult
+from ..results import AgentResult, Source
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -116,6 +117,8 @@ class AgentTool(Tool):
         result = run.result()
         if scope is not None:
             scope.add_usage(result.usage)
+        if parent is not None:
+            _cite(parent, result.sources)
         return _answer(self.agent.name, result)
 
     def _command(self, task: str, parent: RunContext | None) -> AgentCommand:
@@ -137,6 +140,15 @@ def _caller(parent: RunContext | None, scope: ToolScope | None) -> Caller:
         return Caller()
     request_id = None if scope is None else f"{parent.request_id}/{scope.call_id}"
     return Caller(request_id, parent.client_address, parent.request_headers)
+
+
+def _cite(parent: RunContext, sources: list[Source]) -> None:
+    """The nested agent's sources are the caller's too: its answer rests on them."""
+    cited = {(s.source, s.title) for s in parent.sources}
+    for source in sources:
+        if (source.source, source.title) not in cited:
+            cited.add((source.source, source.title))
+            parent.sources.append(source)
 
 
 def _answer(agent: str, result: AgentResult) -> str:
