@@ -225,6 +225,7 @@ _SSE_EVENT: dict[str, Any] = {
                 "tool_call",
                 "approval_required",
                 "agent_selected",
+                "nested",
                 "error",
                 "done",
             ]

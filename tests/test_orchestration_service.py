@@ -157,3 +157,19 @@ async def test_slack_shows_the_answer_and_the_agent_tool_never_the_nested_text()
 
     assert slack.messages[result.ts].text == result.text == "About 2.1 million."
     assert "Paris:" not in repr([call.params for call in slack.calls])
+
+
+async def test_the_openapi_document_names_the_nested_event() -> None:
+    async with serve(boss()) as client:
+        document = (await client.get("/openapi.json")).json()
+
+    def enums(node: Any) -> list[list[Any]]:
+        if isinstance(node, dict):
+            found = [node["enum"]] if isinstance(node.get("enum"), list) else []
+            return found + [e for value in node.values() for e in enums(value)]
+        if isinstance(node, list):
+            return [e for value in node for e in enums(value)]
+        return []
+
+    (events,) = [e for e in enums(document) if "agent_selected" in e]
+    assert "nested" in events
