@@ -13,7 +13,7 @@
   const ASK_USER = "ask_user"; // the built-in tool with which the model asks the person
   /** The event types an EventSource listens for ("error" and "done" are handled apart). */
   const EVENT_TYPES = ["message", "reasoning", "tool_start", "tool_end", "tool_call",
-    "approval_required", "agent_selected"];
+    "approval_required", "agent_selected", "nested"];
   const RESULT_LIMIT = 4000; // characters of a tool result shown in its record
 
   /** Tools this page runs itself: declared with every (POST) request, answered from here. */
@@ -294,9 +294,11 @@
       this.element.dataset.callId = callId;
       this.element.dataset.tool = tool;
       this.element.dataset.status = "running";
+      this.tool = tool;
       this.state = el("span", "tool-state", "running\u2026");
+      this.kind = el("span", "tool-kind"); // "(agent)" once an agent's run streams in it
       const summary = el("summary");
-      summary.append(el("span", "tool-name", tool), " ", this.state);
+      summary.append(el("span", "tool-name", tool), this.kind, " ", this.state);
       this.status = el("dd", "tool-status", "running");
       this.duration = el("dd", "tool-duration", "\u2013");
       this.details = el("dl");
@@ -309,6 +311,21 @@
       );
       this.element.append(summary, this.details);
       this.hasResult = false;
+      this.run = null; // the NestedRun of the agent this call runs, once it streams
+    }
+
+    /** The run of the agent this call runs (made at its first nested event). */
+    nestedRun(agent) {
+      if (this.run === null) {
+        this.run = new NestedRun(agent);
+        this.element.classList.add("agent-call");
+        this.element.dataset.agent = agent;
+        this.kind.textContent = agent === this.tool ? " (agent)" : ` (agent ${agent})`;
+        const box = el("dd", "tool-run");
+        box.append(this.run.element);
+        this.details.append(el("dt", null, "Run"), box);
+      }
+      return this.run;
     }
 
     ended(status, durationMs) {
@@ -323,6 +340,7 @@
     /** The reply ended while the call had not: say so instead of spinning for ever. */
     interrupted(status) {
       if (this.element.dataset.status === "running") this.ended(status, undefined);
+      this.run?.settle(status);
     }
 
     result(value) {
@@ -426,57 +444,57 @@
     focus() { (this.answerInput ?? this.approveButton).focus(); }
   }
 
-  // ---- one question and its reply ---------------------------------------------------------
+  // ---- one agent's run as it streams: text, tool records, agents taking over ---------------
   /**
-   * Everything the assistant does for one message, in one bubble: its text (Markdown), tool
-   * records, approval cards, notes and errors, in the order they happen. A run paused for
-   * approval resumes into the same bubble: each stream (the first, then each resume) is a leg
-   * started by begin() and ended by finish().
+   * The transcript of a run: the model's text (Markdown), tool records, notes and errors, in
+   * the order they happen. The reply bubble is one (Turn); the run of an agent used as a tool
+   * is another (NestedRun), inside that call's record, and may hold further ones.
    */
-  class Turn {
-    constructor() {
-      this.bubble = el("div", "message assistant");
-      this.flow = el("div", "answer");
-      this.bubble.append(this.flow);
-      messages.append(this.bubble);
-      scrollToBottom();
+  class Flow {
+    constructor(box, flow, speaker) {
+      this.box = box; // the outer element: reasoning goes in it, above the flow
+      this.flow = flow; // where text, records, notes and errors go
+      this.speaker = speaker; // the element naming who speaks (null: the box's data-speaker)
+      this.agents = []; // the agents that spoke, in order (empty: not told)
+      this.agent = ""; // the agent speaking now ("" when the stream did not say)
       this.reasoning = null; // {details, summary, text} once the model reasons
       this.segment = null; // {element, source, rendered}: where text goes until a tool or card
       this.frame = 0;
       this.records = new Map(); // call_id -> ToolRecord
-      this.cards = new Map(); // call_id -> ApprovalCard
-      this.finished = true;
-      this.finishReason = "";
       this.failed = false;
       this.hasText = false;
     }
 
-    /** A stream (the first or a resume) starts feeding this turn. */
-    begin() {
-      this.finished = false;
-      this.finishReason = "";
-      this.bubble.classList.remove("done", "waiting");
-      this.bubble.classList.add("streaming");
-      delete this.bubble.dataset.finishReason;
+    // -- who speaks --
+    /** agent_selected: a router's pick names the speaker; a handoff marks where it changes. */
+    agentSelected(obj) {
+      const agent = typeof obj.agent === "string" ? obj.agent : "";
+      if (agent === "" || agent === this.agent) return;
+      const detail = typeof obj.detail === "string" ? obj.detail : "";
+      if (obj.selected_by === "handoff" || this.flow.childElementCount > 0) {
+        const from = /^from (.+)$/.exec(detail)?.[1];
+        if (this.agents.length === 0 && from) this.spoke(from); // who spoke until now
+        const divider = el("div", "handoff", "\u2192 ");
+        divider.dataset.agent = agent;
+        divider.setAttribute("role", "note");
+        divider.append(el("span", "agent", agent));
+        if (detail) divider.append(el("span", "handoff-detail", ` (${detail})`));
+        this.append(divider);
+      }
+      this.spoke(agent);
     }
 
-    handle(type, raw) {
-      let data = raw;
-      try { data = JSON.parse(raw); } catch (_) { /* text mode: keep the string */ }
-      window.__chatEvents.push({ type, data });
-      if (this.finished) return;
-      const obj = data !== null && typeof data === "object" ? data : {};
-      switch (type) {
-        case "message": this.text(typeof obj.text === "string" ? obj.text : raw); break;
-        case "reasoning": this.reasoned(typeof obj.text === "string" ? obj.text : raw); break;
-        case "tool_start": this.toolStarted(obj.tool ?? raw, obj.call_id ?? obj.tool ?? raw, obj.arguments); break;
-        case "tool_end": this.records.get(obj.call_id ?? obj.tool ?? raw)?.ended(obj.status ?? "done", obj.duration_ms); break;
-        case "tool_call": this.answerToolCall(obj); break;
-        case "approval_required": this.approvalRequired(obj); break;
-        case "error": this.error(obj.code ?? "error", obj.message ?? raw); break;
-        case "done": this.done(obj); break;
-        default: break; // unknown event types (and agent_selected) are not shown
-      }
+    spoke(agent) {
+      this.agent = agent;
+      this.agents.push(agent);
+      this.box.dataset.agent = agent;
+      this.box.dataset.speaker = this.agents.join(" \u2192 "); // "triage → billing"
+      if (this.speaker === null) return;
+      this.speaker.replaceChildren();
+      this.agents.forEach((name, i) => {
+        if (i > 0) this.speaker.append(" \u2192 ");
+        this.speaker.append(el("span", "agent", name));
+      });
     }
 
     // -- text, rendered as sanitised Markdown at most once per frame --
@@ -485,6 +503,7 @@
       this.reasoningPaused();
       if (this.segment === null) {
         this.segment = { element: el("div", "text"), source: "", rendered: null };
+        if (this.agent) this.segment.element.dataset.agent = this.agent;
         this.flow.append(this.segment.element);
       }
       this.segment.source += chunk;
@@ -524,7 +543,7 @@
         const summary = el("summary");
         const body = el("div", "reasoning-text");
         details.append(summary, body);
-        this.bubble.insertBefore(details, this.flow);
+        this.box.insertBefore(details, this.flow);
         this.reasoning = { details, summary, text: body };
         scrollToBottom();
       }
@@ -550,6 +569,160 @@
       const record = new ToolRecord(String(tool), String(callId), args);
       this.records.set(String(callId), record);
       this.append(record.element);
+    }
+
+    toolEnded(obj) {
+      const record = this.records.get(String(obj.call_id ?? obj.tool));
+      if (record === undefined) return;
+      record.ended(obj.status ?? "done", obj.duration_ms);
+      record.run?.settle("unfinished"); // an agent's run ends with its call
+    }
+
+    /** An event of the agent run by one of this run's tool calls: shown in that call's record. */
+    nested(obj) {
+      const callId = typeof obj.call_id === "string" ? obj.call_id : "";
+      const agent = typeof obj.agent === "string" && obj.agent ? obj.agent : "agent";
+      const event = obj.event !== null && typeof obj.event === "object" ? obj.event : null;
+      if (callId === "" || event === null) return;
+      if (!this.records.has(callId)) this.toolStarted(agent, callId, undefined); // start missed
+      this.records.get(callId).nestedRun(agent).handle(event);
+    }
+
+    /** done's tool_calls: each result into its record. */
+    results(toolCalls) {
+      for (const call of Array.isArray(toolCalls) ? toolCalls : []) {
+        if (call && "result" in call) this.records.get(call.call_id)?.result(call.result);
+      }
+    }
+
+    // -- endings --
+    /** A problem shown in the transcript that does not end the reply (e.g. a lost tool result). */
+    problem(code, message) {
+      const box = el("div", "turn-error");
+      box.setAttribute("role", "alert");
+      box.append(el("span", "code", code), document.createTextNode(`: ${message}`));
+      return this.append(box);
+    }
+
+    error(code, message) {
+      this.failed = true;
+      this.box.classList.add("failed");
+      this.problem(code, message);
+    }
+
+    /** The run is over: the last text rendered, calls still running marked ``status``. */
+    settle(status) {
+      this.endText();
+      this.reasoningPaused();
+      for (const record of this.records.values()) record.interrupted(status);
+    }
+  }
+
+  /**
+   * The run of an agent used as a tool (``nested`` events of one call_id), inside the call's
+   * record: the agent's name, its text, its own tool records (and their nested runs), its
+   * errors. The page cannot answer a nested agent's client tools or approvals (nothing routes
+   * them to the nested run), so those are only noted.
+   */
+  class NestedRun extends Flow {
+    constructor(agent) {
+      const box = el("div", "nested-run");
+      const speaker = el("div", "speaker");
+      const flow = el("div", "run-flow");
+      box.append(speaker, flow);
+      super(box, flow, speaker);
+      this.element = box;
+      this.finished = false;
+      this.spoke(agent);
+    }
+
+    handle(event) {
+      if (this.finished) return;
+      const text = typeof event.text === "string" ? event.text : "";
+      switch (event.type) {
+        case "message": this.text(text); break;
+        case "reasoning": this.reasoned(text); break;
+        case "tool_start": this.toolStarted(event.tool ?? "(tool)", event.call_id ?? event.tool, event.arguments); break;
+        case "tool_end": this.toolEnded(event); break;
+        case "nested": this.nested(event); break;
+        case "agent_selected": this.agentSelected(event); break;
+        case "tool_call":
+        case "approval_required":
+          this.note(`\u26A0 ${this.agent} asked for ${event.tool ?? "a tool"}, which this page `
+            + "cannot answer for an agent used as a tool", "tool-note failed");
+          break;
+        case "error": this.error(event.code ?? "error", event.message ?? ""); break;
+        case "done": this.done(event); break;
+        default: break;
+      }
+    }
+
+    done(event) {
+      this.results(event.tool_calls);
+      this.finished = true;
+      const reason = typeof event.finish_reason === "string" ? event.finish_reason : "";
+      this.settle("unfinished");
+      this.box.dataset.finishReason = reason;
+      if (reason && reason !== "stop" && reason !== "error") this.note(`Ended: ${reason}`);
+      else if (!this.hasText && !this.failed) this.note("(no reply)");
+    }
+
+    settle(status) {
+      super.settle(status);
+      this.box.classList.add("settled");
+    }
+  }
+
+  // ---- one question and its reply ---------------------------------------------------------
+  /**
+   * Everything the assistant does for one message, in one bubble: its text (Markdown), tool
+   * records, approval cards, notes and errors, in the order they happen. A run paused for
+   * approval resumes into the same bubble: each stream (the first, then each resume) is a leg
+   * started by begin() and ended by finish().
+   */
+  class Turn extends Flow {
+    constructor() {
+      const bubble = el("div", "message assistant");
+      bubble.dataset.speaker = "Assistant"; // shown by the stylesheet; the agent's name once told
+      const flow = el("div", "answer");
+      bubble.append(flow);
+      super(bubble, flow, null);
+      this.bubble = bubble;
+      messages.append(bubble);
+      scrollToBottom();
+      this.cards = new Map(); // call_id -> ApprovalCard
+      this.finished = true;
+      this.finishReason = "";
+    }
+
+    /** A stream (the first or a resume) starts feeding this turn. */
+    begin() {
+      this.finished = false;
+      this.finishReason = "";
+      this.bubble.classList.remove("done", "waiting");
+      this.bubble.classList.add("streaming");
+      delete this.bubble.dataset.finishReason;
+    }
+
+    handle(type, raw) {
+      let data = raw;
+      try { data = JSON.parse(raw); } catch (_) { /* text mode: keep the string */ }
+      window.__chatEvents.push({ type, data });
+      if (this.finished) return;
+      const obj = data !== null && typeof data === "object" ? data : {};
+      switch (type) {
+        case "message": this.text(typeof obj.text === "string" ? obj.text : raw); break;
+        case "reasoning": this.reasoned(typeof obj.text === "string" ? obj.text : raw); break;
+        case "tool_start": this.toolStarted(obj.tool ?? raw, obj.call_id ?? obj.tool ?? raw, obj.arguments); break;
+        case "tool_end": this.toolEnded("tool" in obj ? obj : { tool: raw }); break;
+        case "tool_call": this.answerToolCall(obj); break;
+        case "approval_required": this.approvalRequired(obj); break;
+        case "agent_selected": this.agentSelected(obj); break;
+        case "nested": this.nested(obj); break;
+        case "error": this.error(obj.code ?? "error", obj.message ?? raw); break;
+        case "done": this.done(obj); break;
+        default: break; // unknown event types are not shown
+      }
     }
 
     /** Run a client tool the model called and POST its result (or why it failed). */
@@ -628,24 +801,8 @@
     }
 
     // -- endings --
-    /** A problem shown in the transcript that does not end the reply (e.g. a lost tool result). */
-    problem(code, message) {
-      const box = el("div", "turn-error");
-      box.setAttribute("role", "alert");
-      box.append(el("span", "code", code), document.createTextNode(`: ${message}`));
-      return this.append(box);
-    }
-
-    error(code, message) {
-      this.failed = true;
-      this.bubble.classList.add("failed");
-      this.problem(code, message);
-    }
-
     done(obj) {
-      for (const call of Array.isArray(obj.tool_calls) ? obj.tool_calls : []) {
-        if (call && "result" in call) this.records.get(call.call_id)?.result(call.result);
-      }
+      this.results(obj.tool_calls);
       for (const call of Array.isArray(obj.pending_approvals) ? obj.pending_approvals : []) {
         this.approvalRequired(call ?? {}); // in case an approval_required event was missed
       }
@@ -657,11 +814,7 @@
       if (this.finished) return;
       this.finished = true;
       this.finishReason = finishReason;
-      this.endText();
-      this.reasoningPaused();
-      for (const record of this.records.values()) {
-        record.interrupted(finishReason === "stopped" ? "stopped" : "unfinished");
-      }
+      this.settle(finishReason === "stopped" ? "stopped" : "unfinished");
       const waiting = finishReason === "waiting_for_approval";
       this.bubble.classList.remove("streaming");
       this.bubble.classList.add(waiting ? "waiting" : "done");
