@@ -48,7 +48,9 @@ class Approval(BaseModel):
 class PendingRun(BaseModel):
     """What a paused run needs to go on: the messages it added up to the assistant turn that
     called tools, the results of that turn's calls that did run, the calls waiting for a
-    person, and the counters the limits use."""
+    person, the counters the limits use, and the agent speaking when it paused (``agent``:
+    the name of the agent a handoff gave the run to; ``None``, as in runs stored before the
+    field existed, for the agent the run was sent to), which the resumed run goes on with."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -58,6 +60,8 @@ class PendingRun(BaseModel):
     turns: int = 0
     tool_calls_made: int = 0
     usage: Usage | None = None
+    agent: str | None = None
+    handoffs: int = 0
 
 
 @runtime_checkable

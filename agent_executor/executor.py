@@ -137,7 +137,7 @@ class AgentExecutor:
         screens = [g for g in self._guards if isinstance(g, ToolResultScreen)]
         runner = ToolRunner(self.tools, limits, chain, telemetry, screens, self.tool_results)
         self._conversations = Conversations(self.memory, history_compressor, self.metrics)
-        approvals = Approvals(self._signer, self._conversations, runner)
+        approvals = Approvals(self._signer, runner)
         turns = ModelTurns(
             self.model,
             policy,

@@ -1,9 +1,11 @@
 """Pausing a run at the calls that need a person, and going on when they have decided.
 
 The pause signs a token for each held call and announces it (``approval_required``); the run
-then ends as ``waiting_for_approval`` and its state is kept as a :class:`PendingRun`. A resumed
-run checks every approval against its token, settles the held calls (run, refused, or answered
-for ``ask_user``) and puts that turn's results back in the order of the assistant's calls.
+then ends as ``waiting_for_approval`` and its state is kept as a :class:`PendingRun`, with the
+agent speaking if a handoff gave it the run. A resumed run is given back to that agent (by the
+driver), whose approval step checks every approval against its token (its signer made them),
+settles the held calls with its tools (run, refused, or answered for ``ask_user``) and puts that
+turn's results back in the order of the assistant's calls.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from ..events import ApprovalRequiredEvent
 from ..messages import AssistantMessage, ToolMessage
 from ..results import PendingApproval
 from ..tools.ask_user import AskUserTool
-from .history import Conversations
 from .state import RunFailed, RunState, ToolBudget
 from .tool_calls import Decision, ToolRunner, loose_arguments
 
@@ -26,13 +27,10 @@ __all__ = ["Approvals", "snapshot"]
 class Approvals:
     """The executor's approval step: pause, and resume with the person's decisions."""
 
-    __slots__ = ("_conversations", "_signer", "_tool_runner")
+    __slots__ = ("_signer", "_tool_runner")
 
-    def __init__(
-        self, signer: ApprovalSigner, conversations: Conversations, tool_runner: ToolRunner
-    ) -> None:
+    def __init__(self, signer: ApprovalSigner, tool_runner: ToolRunner) -> None:
         self._signer = signer
-        self._conversations = conversations
         self._tool_runner = tool_runner
 
     def pause(self, run: RunState) -> None:
@@ -58,14 +56,15 @@ class Approvals:
             )
         run.finish_reason = "waiting_for_approval"
 
-    async def resume(self, run: RunState, max_calls: int) -> None:
-        """Go on with the session's paused run: check the approvals, settle the held calls."""
-        paused = await self._conversations.load_paused(run.ctx.command)
+    async def resume(self, run: RunState, max_calls: int, paused: PendingRun) -> None:
+        """Go on with the session's ``paused`` run: check the approvals, settle the held
+        calls (with the run's tools, which are this agent's)."""
         decided = self._decisions(run, paused, run.ctx.command.approvals or [])
         run.messages += paused.messages
         run.new_messages = list(paused.messages)
         run.turns, run.usage = paused.turns, paused.usage
         run.budget = ToolBudget(paused.tool_calls_made)
+        run.handoffs = paused.handoffs
         await self._tool_runner.run_calls(run, paused.pending, max_calls, decided=decided)
         _reorder_results(run, paused.results)
 
@@ -112,6 +111,8 @@ def snapshot(run: RunState) -> PendingRun:
         turns=run.turns,
         tool_calls_made=run.budget.made,
         usage=run.usage,
+        agent=run.ctx.agent if run.handoffs else None,
+        handoffs=run.handoffs,
     )
 
 

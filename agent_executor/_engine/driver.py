@@ -1,6 +1,7 @@
 """The driver: one run from its command to its ``done`` event, the same for both modes.
 
-    command → guards → before_agent_start hooks → permit → prepare (tools, history, prompt)
+    command → guards → before_agent_start hooks → permit → prepare (tools, history, prompt;
+              or the paused run, given back to the agent it paused on)
             → the ReAct loop (then the loop of each agent a handoff gives the run to)
             → finish (pending tools, memory, hooks, telemetry, closing events)
 
@@ -21,6 +22,7 @@ from typing import Literal
 
 import anyio
 
+from ..approvals import PendingRun
 from ..command import AgentCommand
 from ..context import RunContext, bind_run_context, current_run_context
 from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
@@ -176,8 +178,8 @@ class Driver:
         if max_calls is None:
             max_calls = self._settings.max_tool_calls
         async with self._gate.permit():
-            await self._prepare(run, output, max_calls)
-            await self._converse(run, output, max_calls)
+            agent = await self._prepare(run, output, max_calls)
+            await self._converse(run, output, max_calls, agent)
 
     async def _check_guards(self, run: RunState, *, rewritten: bool = False) -> None:
         """Run the guards in order; the first rejection ends the run with its code.
@@ -200,23 +202,65 @@ class Driver:
                 )
                 raise RunFailed(exc.code, exc.message, exc.retry_after) from None
 
-    async def _prepare(self, run: RunState, output: OutputFormat | None, max_calls: int) -> None:
-        """The run's tools and its conversation so far: prompt, history, the user's message."""
+    async def _prepare(self, run: RunState, output: OutputFormat | None, max_calls: int) -> Driver:
+        """The run's tools and its conversation so far: prompt, history, the user's message,
+        or the paused run it resumes; returns the agent that goes on with it."""
         command = run.ctx.command
         self._offer_tools(run, command)
         system = _with_format(command.system_prompt or self._settings.system_prompt, output)
         run.messages = [SystemMessage(content=system)] if system else []
         run.messages += await self._conversations.load(command)
-        if command.approvals is not None:
-            await self._approvals.resume(run, max_calls)
-        else:
+        if command.approvals is None:
             run.add(UserMessage(content=command.user_prompt))
+            return self
+        paused = await self._conversations.load_paused(command)
+        agent = self._resumer(run, paused, output)
+        await agent._approvals.resume(run, max_calls, paused)
+        return agent
 
-    async def _converse(self, run: RunState, output: OutputFormat | None, max_calls: int) -> None:
-        """The ReAct loop of the agent that has the conversation: this one, then each agent a
-        handoff gives it to (same messages, budget and usage; the target's prompt, model and
-        tools)."""
-        agent = self
+    def _resumer(self, run: RunState, paused: PendingRun, output: OutputFormat | None) -> Driver:
+        """The agent that was speaking when the run paused, given the run again (its tools,
+        prompt and signer: its tokens are checked by the signer that made them)."""
+        if paused.agent is None:
+            return self
+        agent = self._reachable(paused.agent)
+        if agent is None:
+            raise RunFailed(
+                ErrorCode.INVALID_INPUT,
+                f"the paused run was on agent {paused.agent!r}, to which agent "
+                f"{self._settings.name!r} no longer hands over",
+            )
+        if agent is self:
+            return self
+        agent._take_over(run, output)
+        run.emit(
+            AgentSelectedEvent(
+                agent=agent._settings.name,
+                selected_by="handoff",
+                detail=f"from {self._settings.name}, resuming its paused run",
+            )
+        )
+        return agent
+
+    def _reachable(self, name: str) -> Driver | None:
+        """The agent named ``name`` among this one and those its handoffs lead to (the
+        nearest, breadth first)."""
+        seen, queue = {id(self)}, [self]
+        for driver in queue:  # the list grows while it is read: breadth first
+            if driver._settings.name == name:
+                return driver
+            for target in driver._handoffs.values():
+                if id(target) not in seen:
+                    seen.add(id(target))
+                    queue.append(target)
+        return None
+
+    async def _converse(
+        self, run: RunState, output: OutputFormat | None, max_calls: int, agent: Driver
+    ) -> None:
+        """The ReAct loop of the agent that has the conversation: ``agent`` (this one, or the
+        one a resumed run paused on), then each agent a handoff gives it to (same messages,
+        budget and usage; the target's prompt, model and tools)."""
         while True:
             await agent._loop.run(run, output, max_calls)
             if run.handoff is None:
