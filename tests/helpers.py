@@ -29,6 +29,23 @@ def make_executor(
     )
 
 
+def named_agent(name: str, turns: Iterable[ScriptedTurn], **options: Any) -> AgentExecutor:
+    """An agent called ``name`` on a ScriptedModel called ``<name>-model``, with its own
+    metrics registry (for tests of several agents working together)."""
+    return AgentExecutor(
+        model=ScriptedModel(turns, name=f"{name}-model"),
+        name=name,
+        metrics=CollectorRegistry(),
+        **options,
+    )
+
+
+def model_of(executor: AgentExecutor) -> ScriptedModel:
+    """The executor's ScriptedModel (to read the requests it got)."""
+    assert isinstance(executor.model, ScriptedModel)
+    return executor.model
+
+
 async def collect(executor: AgentExecutor, command: AgentCommand | str) -> list[AgentEvent]:
     """All events of one streamed run."""
     if isinstance(command, str):

@@ -61,15 +61,20 @@ def service_process(
         _wait_healthy(process, base)
         yield process, base
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        stop(process)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM (SIGKILL after 15 s) to a service process still running; its output closed."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 def _wait_healthy(process: subprocess.Popen[str], base: str) -> None:

@@ -74,11 +74,6 @@ class Service:
     log_path: Path
 
 
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    return chromium_path()
-
-
 def chromium_path() -> str:
     """Debian's Chromium; without it the test is skipped (and fails on CI)."""
     if not CHROMIUM.exists():
@@ -143,12 +138,6 @@ def service(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     log_path = tmp_path_factory.mktemp("browser") / "service.log"
     with run_service(log_path, "--model", "demo", "--tools", str(TOOLS)) as service:
         yield service
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser(chromium: str) -> AsyncIterator[Browser]:
-    async with launched(chromium) as browser:
-        yield browser
 
 
 @asynccontextmanager

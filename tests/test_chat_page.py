@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from aiohttp.test_utils import TestServer
 from playwright.async_api import Browser, Page, Request, expect
 from prometheus_client import CollectorRegistry
@@ -38,8 +37,6 @@ from tests.test_browser import (
     Service,
     answer_text,
     ask,
-    chromium_path,
-    launched,
     record_stream_requests,
     run_service,
     screenshot,
@@ -50,17 +47,6 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
 DONE = re.compile(r"\bdone\b")
 API_KEY = "sk-page-test-1"
 API_KEY_STORAGE = "agent-executor.api_key"  # the sessionStorage key used by the page
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    return chromium_path()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser(chromium: str) -> AsyncIterator[Browser]:
-    async with launched(chromium) as browser:
-        yield browser
 
 
 @tool(requires_approval=True)

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-import pytest_asyncio
 from aiohttp.test_utils import TestServer
 from playwright.async_api import Browser, Locator, Page, expect
 from prometheus_client import CollectorRegistry
@@ -27,8 +26,6 @@ from tests.test_browser import (
     answer_text,
     ask,
     chat_events,
-    chromium_path,
-    launched,
     screenshot,
     words,
 )
@@ -39,17 +36,6 @@ DONE = re.compile(r"\bdone\b")
 
 EVERY_HANDLER = """() => [...document.querySelectorAll('*')].flatMap((el) => [...el.attributes]
   .filter((a) => a.name.startsWith('on')).map((a) => `${el.tagName} ${a.name}`))"""
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    return chromium_path()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser(chromium: str) -> AsyncIterator[Browser]:
-    async with launched(chromium) as browser:
-        yield browser
 
 
 def agent(name: str, turns: list[ScriptedTurn], **options: object) -> AgentExecutor:

@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-from prometheus_client import CollectorRegistry
 
 from agent_executor import (
     AgentCommand,
@@ -24,7 +23,6 @@ from agent_executor import (
     ModelError,
     NestedEvent,
     RunContext,
-    ScriptedModel,
     Source,
     ToolCall,
     ToolCallRecord,
@@ -39,21 +37,8 @@ from agent_executor.models import ModelRequest
 from agent_executor.models.scripted import ScriptedTurn, call, text_turn, tool_turn
 from agent_executor.orchestration import MAX_DEPTH, MAX_HANDOFFS
 
-from .helpers import sample
-
-
-def agent(name: str, turns: list[ScriptedTurn], **options: Any) -> AgentExecutor:
-    return AgentExecutor(
-        model=ScriptedModel(turns, name=f"{name}-model"),
-        name=name,
-        metrics=CollectorRegistry(),
-        **options,
-    )
-
-
-def model_of(executor: AgentExecutor) -> ScriptedModel:
-    assert isinstance(executor.model, ScriptedModel)
-    return executor.model
+from .helpers import model_of, sample
+from .helpers import named_agent as agent
 
 
 def in_flight(executor: AgentExecutor) -> float:

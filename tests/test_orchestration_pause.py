@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 import redis.asyncio
-from prometheus_client import CollectorRegistry
 
 from agent_executor import (
     AgentCommand,
@@ -21,7 +19,6 @@ from agent_executor import (
     DoneEvent,
     ErrorEvent,
     MessageEvent,
-    ScriptedModel,
     ToolEndEvent,
     ToolStartEvent,
     handoff,
@@ -29,9 +26,11 @@ from agent_executor import (
 )
 from agent_executor.approvals import ASK_USER, Approval, PendingRun
 from agent_executor.memory import ConversationStore
-from agent_executor.models.scripted import ScriptedTurn, call, text_turn, tool_turn
+from agent_executor.models.scripted import call, text_turn, tool_turn
 from agent_executor.redis import RedisConversationStore
 
+from .helpers import model_of
+from .helpers import named_agent as agent
 from .redis_server import RedisServer, redis_server
 from .server_helpers import serve
 
@@ -44,20 +43,6 @@ RESUMED = AgentSelectedEvent(
 def refund(amount: int) -> str:
     """Refund an amount to the customer."""
     return f"refunded {amount}"
-
-
-def agent(name: str, turns: list[ScriptedTurn], **options: Any) -> AgentExecutor:
-    return AgentExecutor(
-        model=ScriptedModel(turns, name=f"{name}-model"),
-        name=name,
-        metrics=CollectorRegistry(),
-        **options,
-    )
-
-
-def model_of(executor: AgentExecutor) -> ScriptedModel:
-    assert isinstance(executor.model, ScriptedModel)
-    return executor.model
 
 
 def triage_and_billing(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -26,7 +25,7 @@ from agent_executor import AgentCommand, AgentExecutor
 from server.cli import ServeConfig, build_parser, build_service
 
 from .fakes.openai_server import FakeOpenAIServer, Stream, text_stream
-from .server_helpers import ROOT
+from .server_helpers import ROOT, stop
 
 _LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:(\d+))")
 
@@ -68,13 +67,7 @@ def _started(
         assert base is not None, "\n".join(lines)
         yield base, lines
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+        stop(process)
 
 
 def test_port_0_is_announced_with_the_port_the_kernel_gave_after_the_bind() -> None:

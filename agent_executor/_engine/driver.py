@@ -232,14 +232,7 @@ class Driver:
             )
         if agent is self:
             return self
-        agent._take_over(run, output)
-        run.emit(
-            AgentSelectedEvent(
-                agent=agent._settings.name,
-                selected_by="handoff",
-                detail=f"from {self._settings.name}, resuming its paused run",
-            )
-        )
+        agent._take_over(run, output, f"from {self._settings.name}, resuming its paused run")
         return agent
 
     def _reachable(self, name: str) -> Driver | None:
@@ -278,20 +271,15 @@ class Driver:
         if target is None or status != "success":
             return self
         run.handoffs += 1
-        target._take_over(run, output)
         source = self._settings.name
-        run.emit(
-            AgentSelectedEvent(
-                agent=target._settings.name, selected_by="handoff", detail=f"from {source}"
-            )
-        )
+        target._take_over(run, output, f"from {source}")
         self._telemetry.handed_over(source, target._settings.name)
         return target
 
-    def _take_over(self, run: RunState, output: OutputFormat | None) -> None:
-        """Give ``run`` to this driver's agent: its name, its tools, and its system prompt in
-        place of the one the conversation had (the command's ``system_prompt`` was for the
-        agent it was sent to)."""
+    def _take_over(self, run: RunState, output: OutputFormat | None, detail: str) -> None:
+        """Give ``run`` to this driver's agent, and say so on the stream (``detail``: from
+        whom): its name, its tools, and its system prompt in place of the one the conversation
+        had (the command's ``system_prompt`` was for the agent it was sent to)."""
         run.ctx.agent = self._settings.name
         self._offer_tools(run, run.ctx.command)
         messages = run.messages
@@ -300,6 +288,9 @@ class Driver:
         system = _with_format(self._settings.system_prompt, output)
         if system:
             messages.insert(0, SystemMessage(content=system))
+        run.emit(
+            AgentSelectedEvent(agent=self._settings.name, selected_by="handoff", detail=detail)
+        )
 
     def tools_changed(self, handoffs: Mapping[str, Driver]) -> None:
         """Tools were added to the registry (``AgentExecutor.add_tools``)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
 
 from agent_executor import ChatModel, LiteLLMModel, OpenAICompatModel
 from agent_executor.models.litellm import import_litellm
@@ -25,17 +24,12 @@ AMBIENT_CREDENTIALS = frozenset({"bedrock", "bedrock_converse", "sagemaker", "ve
 default credentials) rather than variables: a missing variable is logged, not refused."""
 
 
-def check_credentials(
-    model: ChatModel,
-    api_base: str | None,
-    api_key: str | None,
-    env: Mapping[str, str] | None = None,
-) -> None:
+def check_credentials(model: ChatModel, api_base: str | None, api_key: str | None) -> None:
     """Refuse ``model`` (:class:`CliError`) when its provider is unknown or no key for it is
-    found; nothing to check for other models (the demo model, your own :class:`ChatModel`)."""
-    env = os.environ if env is None else env
+    found (in this process's environment, where the model clients look too); nothing to check
+    for other models (the demo model, your own :class:`ChatModel`)."""
     if isinstance(model, OpenAICompatModel):
-        if api_base is None and not api_key and not env.get("OPENAI_API_KEY"):
+        if api_base is None and not api_key and not os.environ.get("OPENAI_API_KEY"):
             raise CliError(
                 f"model {model.name!r} needs an OpenAI API key: set LLM_API_KEY or "
                 "OPENAI_API_KEY, or give --api-key-file FILE (or --api-base for another "

@@ -19,6 +19,7 @@ from agent_executor import (
     StoreUnavailable,
     ToolResults,
 )
+from agent_executor.errors import MissingExtraError
 from agent_executor.guards import OutputGuard, RateLimitGuard, RateLimitStorage
 from agent_executor.memory import InMemoryConversationStore
 from agent_executor.models import resolve_model
@@ -84,7 +85,7 @@ def shared_parts(config: ServeConfig) -> SharedParts:
     if url is not None:
         try:
             from agent_executor import redis as shared_redis
-        except ImportError:
+        except MissingExtraError:
             raise CliError("--redis-url needs redis: pip install 'agent-executor[redis]'") from None
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise CliError(f"--redis-url must be a redis://, rediss:// or unix:// URL, not {url!r}")

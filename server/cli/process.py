@@ -16,9 +16,9 @@ from aiohttp import web
 from prometheus_client import disable_created_metrics
 
 from agent_executor import ConfigurationError
+from agent_executor.errors import MissingExtraError
 from agent_executor.observability import JsonLogFormatter
 
-from ..settings import Settings
 from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
@@ -40,14 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = ServeConfig.from_args(args, os.environ)
         _configure_logging(config.log_format, config.log_level)
-        settings = config.settings()
+        config.settings()  # bad settings are refused before any MCP server starts
         service: Service | Awaitable[Service]
         if config.mcp_config:
             service = build_service_with_mcp(config, _mcp_config(config.mcp_config))
         else:
             service = build_service(config)
         _tune_gc(config.gc_threshold)
-        asyncio.run(_serve(service, settings, config))
+        asyncio.run(_serve(service, config))
     except (CliError, ConfigurationError) as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
@@ -57,15 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-async def _serve(
-    service: Service | Awaitable[Service], settings: Settings, config: ServeConfig
-) -> None:
+async def _serve(service: Service | Awaitable[Service], config: ServeConfig) -> None:
     """Serve until SIGTERM or SIGINT, saying where only once the address is bound (so the
     line names the real port of ``--port 0``); an address that cannot be bound is a
     :class:`CliError` (one line, no traceback). On the signal, running streams get
     ``--shutdown-grace`` seconds to finish before the app's cleanup."""
     if not isinstance(service, Service):
         service = await service
+    settings = service.settings
     runner = web.AppRunner(
         service.app,
         handler_cancellation=True,
@@ -106,7 +105,7 @@ async def _signalled() -> None:
 def _mcp_config(path: str) -> MCPConfig:
     try:
         from agent_executor.tools.mcp import load_config
-    except ImportError:
+    except MissingExtraError:
         raise CliError("--mcp needs the MCP SDK: pip install 'agent-executor[mcp]'") from None
     try:
         return load_config(path)
