@@ -84,6 +84,7 @@ from .models import (
 )
 from .observability import LogContextFilter, install_log_context, log_context
 from .orchestration import AgentTool, AgentToolError, Handoff, HandoffRefused, handoff
+from .orchestration.group import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
 from .results import AgentResult, ErrorInfo, PendingApproval, Source, ToolCallRecord
 from .retrieval import BM25Retriever, Passage, PostgresRetriever, RetrievalHook, Retriever
 from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
@@ -99,6 +100,7 @@ __all__ = [
     "AgentEvent",
     "AgentExecutor",
     "AgentExecutorError",
+    "AgentGroup",
     "AgentResult",
     "AgentRouter",
     "AgentSelectedEvent",
@@ -108,6 +110,7 @@ __all__ = [
     "ApprovalRequiredEvent",
     "AssistantMessage",
     "AuditLogHook",
+    "AutoHandoff",
     "BM25Retriever",
     "ChatModel",
     "ClientTool",
@@ -115,6 +118,7 @@ __all__ = [
     "ConfigurationError",
     "ConversationStore",
     "DemoModel",
+    "DirectHandoff",
     "DoneEvent",
     "ErrorCode",
     "ErrorEvent",
@@ -130,6 +134,7 @@ __all__ = [
     "HistoryCompressor",
     "Hook",
     "HookRejection",
+    "HybridHandoff",
     "InMemoryConversationStore",
     "InMemoryRateLimitStorage",
     "InjectionGuard",

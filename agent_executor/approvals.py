@@ -50,7 +50,11 @@ class PendingRun(BaseModel):
     called tools, the results of that turn's calls that did run, the calls waiting for a
     person, the counters the limits use, and the agent speaking when it paused (``agent``:
     the name of the agent a handoff gave the run to; ``None``, as in runs stored before the
-    field existed, for the agent the run was sent to), which the resumed run goes on with."""
+    field existed, for the agent the run was sent to), which the resumed run goes on with.
+
+    ``orchestration`` is the state of a group or flow that paused because one of its agents
+    did (its round or node, what was said so far), as that orchestrator wrote it; the agent's
+    own paused run is kept in the agent's memory, under the session it was given."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -62,6 +66,7 @@ class PendingRun(BaseModel):
     usage: Usage | None = None
     agent: str | None = None
     handoffs: int = 0
+    orchestration: dict[str, Any] | None = None
 
 
 @runtime_checkable

@@ -52,6 +52,7 @@ class ErrorCode(str, Enum):
     INTERNAL_ERROR = "internal_error"
     OUTPUT_BLOCKED = "output_blocked"
     UNAVAILABLE = "unavailable"
+    INVALID_PLAN = "invalid_plan"
 
 
 class AgentExecutorError(Exception):

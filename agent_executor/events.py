@@ -116,11 +116,13 @@ class AgentSelectedEvent:
 
     ``selected_by`` is ``router``, or ``default`` when routing fell back to the default agent,
     with the reason in ``detail``; or ``handoff`` when the agent speaking handed the run over to
-    ``agent`` (``detail`` says which agent did), which answers from then on.
+    ``agent`` (``detail`` says which agent did), which answers from then on; or ``group``
+    when an agent group gives ``agent`` the next round, or ``flow`` when a flow's node runs
+    ``agent`` (``detail`` says which round or node, and why).
     """
 
     agent: str
-    selected_by: Literal["router", "default", "handoff"]
+    selected_by: Literal["router", "default", "handoff", "group", "flow"]
     detail: str | None = None
     type: Literal["agent_selected"] = field(default="agent_selected", init=False, repr=False)
 

@@ -24,6 +24,7 @@ from ._engine import (
     ModelHealth,
     ModelPolicy,
     ModelTurns,
+    Orchestrator,
     ReactLoop,
     RunSettings,
     RunTelemetry,
@@ -107,6 +108,7 @@ class AgentExecutor:
         if reserve is not None:
             reserve(max_concurrency)  # every run holding a permit gets a pooled connection
         self.tools: dict[str, Tool] = _registry(tools)
+        _check_handoffs(self.tools)
         self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
         self.metrics = Metrics.for_registry(metrics)
         self.tool_results = ToolResults() if tool_results is None else tool_results
@@ -163,13 +165,22 @@ class AgentExecutor:
             telemetry=telemetry,
             settings=RunSettings(system_prompt, request_timeout, max_tool_calls, name),
             handoffs=_handoffs(self.tools),
+            orchestrator=self._orchestrator(),
         )
         self._register_labels()
         install_log_context()
 
+    def _orchestrator(self) -> Orchestrator | None:
+        """What conducts this executor's runs in place of its ReAct loop: a group's rounds, a
+        flow's nodes (their classes say); ``None``, the loop."""
+        return None
+
     def _register_labels(self) -> None:
         """Known label values start at 0, so dashboards show them before the first event."""
         self.metrics.register_tools(self.tools)
+        for tool in self.tools.values():
+            if isinstance(tool, Handoff):
+                self.metrics.register_handoff(tool.agent.name)
         for guard in self._guards:
             self.metrics.register_guard(guard.name, getattr(guard, "codes", ()))
 
@@ -254,9 +265,10 @@ class AgentExecutor:
             raise ConfigurationError(f"tools named {taken} are registered already")
         if any(isinstance(t, (AgentTool, Handoff)) and t.agent is self for t in added.values()):
             raise ConfigurationError(f"the agent {self.name!r} cannot be its own tool")
+        _check_handoffs(added)
         self.tools.update(added)
         self._driver.tools_changed(_handoffs(self.tools))
-        self.metrics.register_tools(added)
+        self._register_labels()
 
     async def waiting_for_approval(self, user_id: str | None, session_id: str) -> bool:
         """Whether a run of this session is paused for approval (and may be resumed here)."""
@@ -285,6 +297,15 @@ def _check_limits(concurrency: int, turns: int, parallel_tools: int, tool_calls:
         raise ConfigurationError(
             "max_concurrency, max_turns and max_parallel_tools must be >= 1 and max_tool_calls >= 0"
         )
+
+
+def _check_handoffs(tools: Mapping[str, Tool]) -> None:
+    for tool in tools.values():
+        if isinstance(tool, Handoff) and tool.agent._orchestrator() is not None:
+            raise ConfigurationError(
+                f"{tool.agent.name!r} is a group or flow: a handoff gives the conversation to "
+                "one agent; offer a group or flow with as_tool() instead"
+            )
 
 
 def _handoffs(tools: Mapping[str, Tool]) -> dict[str, Driver]:

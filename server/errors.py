@@ -60,6 +60,7 @@ STATUS_BY_CODE: dict[str, int] = {
     ErrorCode.INTERNAL_ERROR.value: 500,
     ErrorCode.OUTPUT_BLOCKED.value: 403,
     ErrorCode.UNAVAILABLE.value: 503,
+    ErrorCode.INVALID_PLAN.value: 502,
 }
 """HTTP status of a failed or refused run, on both chat endpoints (and ``/v1/``)."""
 

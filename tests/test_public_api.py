@@ -70,6 +70,7 @@ def test_error_codes_match_the_spec() -> None:
         "internal_error",
         "output_blocked",
         "unavailable",
+        "invalid_plan",
     ]
 
 

@@ -5,16 +5,19 @@ Read it in the order a run flows: ``driver`` (guards, hooks, permit, prepare, fi
 → ``tool_calls`` (a turn's calls) → ``approvals`` (pause and resume) → ``history`` (load and
 save). ``state`` is the run's state, ``telemetry`` its spans, metrics and outcome logs,
 ``stream`` the ``EventStream`` that ``execute_stream()`` returns, ``gate`` the concurrency
-permits, ``output_format`` structured output, ``assembler`` streamed tool-call fragments.
+permits, ``output_format`` structured output, ``assembler`` streamed tool-call fragments,
+``tool_scope`` what a running tool may do to its run, ``orchestrator`` what conducts the runs
+of groups and flows in place of the loop (their steps are nested agent runs).
 """
 
 from .approvals import Approvals
-from .driver import Caller, Driver, RunSettings
+from .driver import Driver, RunSettings
 from .gate import ConcurrencyGate
 from .history import Conversations
 from .loop import ReactLoop
 from .model_turn import ModelHealth, ModelTurns
-from .state import drop
+from .orchestrator import Orchestrator
+from .state import Caller, drop
 from .stream import EventStream
 from .streaming import ModelPolicy
 from .telemetry import RunTelemetry
@@ -30,6 +33,7 @@ __all__ = [
     "ModelHealth",
     "ModelPolicy",
     "ModelTurns",
+    "Orchestrator",
     "ReactLoop",
     "RunSettings",
     "RunTelemetry",

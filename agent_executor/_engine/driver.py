@@ -2,7 +2,8 @@
 
     command → guards → before_agent_start hooks → permit → prepare (tools, history, prompt;
               or the paused run, given back to the agent it paused on)
-            → the ReAct loop (then the loop of each agent a handoff gives the run to)
+            → the ReAct loop (then the loop of each agent a handoff gives the run to),
+              or the orchestrator of a group or flow, whose steps are nested agent runs
             → finish (pending tools, memory, hooks, telemetry, closing events)
 
 Every failure of the steps before ``finish`` is raised as :class:`RunFailed` and caught once,
@@ -18,7 +19,6 @@ import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import anyio
 
@@ -37,25 +37,15 @@ from .approvals import Approvals, snapshot
 from .gate import ConcurrencyGate
 from .history import Conversations
 from .loop import ReactLoop
+from .orchestrator import Orchestrator, conduct
 from .output_format import OutputFormat
-from .state import Emit, RunFailed, RunState, drop
+from .state import Caller, Emit, Mode, RunFailed, RunState, drop
 from .telemetry import RunTelemetry
 from .tool_calls import ToolRunner
 
 __all__ = ["Caller", "Driver", "Mode", "RunSettings"]
 
 logger = logging.getLogger("agent_executor")
-
-Mode = Literal["stream", "execute"]
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who asked for a run: the request id, network address and HTTP headers, when known."""
-
-    request_id: str | None = None
-    address: str | None = None
-    headers: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +69,7 @@ class Driver:
         "_handoffs",
         "_hooks",
         "_loop",
+        "_orchestrator",
         "_screens",
         "_settings",
         "_telemetry",
@@ -101,8 +92,10 @@ class Driver:
         telemetry: RunTelemetry,
         settings: RunSettings,
         handoffs: Mapping[str, Driver] | None = None,
+        orchestrator: Orchestrator | None = None,
     ) -> None:
         self._tools = tools
+        self._orchestrator = orchestrator
         self._handoffs: Mapping[str, Driver] = handoffs or {}
         self._tool_specs = [t.spec() for t in tools.values()]
         self._guards = tuple(guards)
@@ -178,6 +171,9 @@ class Driver:
         if max_calls is None:
             max_calls = self._settings.max_tool_calls
         async with self._gate.permit():
+            if self._orchestrator is not None:
+                await conduct(run, self._orchestrator, self._conversations, output)
+                return
             agent = await self._prepare(run, output, max_calls)
             await self._converse(run, output, max_calls, agent)
 
@@ -320,7 +316,9 @@ class Driver:
         """Close the run: pending tools, memory, hooks, telemetry, then the closing events."""
         self._tool_runner.close_pending(run)
         if run.error is None:
-            paused = snapshot(run) if run.finish_reason == "waiting_for_approval" else None
+            paused = None
+            if run.finish_reason == "waiting_for_approval":
+                paused = run.paused or snapshot(run)
             await self._conversations.save(run, paused)
         if self._hooks:
             if run.error is None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from ..approvals import PendingRun
 from ..context import RunContext
 from ..errors import ErrorCode
 from ..events import AgentEvent, DoneEvent
@@ -22,13 +23,28 @@ from ..tools import Tool
 
 __all__ = [
     "ApprovalState",
+    "Caller",
     "Emit",
     "HandoffRequest",
+    "Mode",
     "PendingCall",
     "RunFailed",
     "RunState",
     "ToolBudget",
 ]
+
+Mode = Literal["stream", "execute"]
+"""How a run was asked for: ``execute_stream()`` or ``execute()``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asked for a run: the request id, network address and HTTP headers, when known."""
+
+    request_id: str | None = None
+    address: str | None = None
+    headers: Mapping[str, str] | None = None
+
 
 Emit = Callable[[AgentEvent], None]
 """Where a run's events go: dropped by ``execute()``, pushed to the stream by
@@ -122,6 +138,7 @@ class RunState:
         "messages",
         "new_messages",
         "output",
+        "paused",
         "pending",
         "reasoning",
         "repaired",
@@ -155,6 +172,9 @@ class RunState:
         self.approvals = ApprovalState()
         self.handoff: HandoffRequest | None = None
         self.handoffs = 0
+        self.paused: PendingRun | None = None
+        """What an orchestrator keeps of a run it paused (a group's or flow's own state);
+        ``None``: the driver takes the paused run's state from the run itself."""
 
     @property
     def records(self) -> list[ToolCallRecord]:

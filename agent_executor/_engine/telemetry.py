@@ -134,6 +134,7 @@ class RunTelemetry:
         )
 
     def handed_over(self, source: str, target: str) -> None:
+        self.metrics.handoffs.labels(target).inc()
         logger.info("run handed over from agent %s to agent %s", source, target)
 
     def _count(self, run: RunState, outcome: str) -> None:

@@ -79,6 +79,7 @@ class Metrics:
         self._add_tool_metrics(registry)
         self._add_model_metrics(registry)
         self._add_history_metrics(registry)
+        self._add_orchestration_metrics(registry)
         self._add_service_metrics(registry)
         self._known_tools: set[str] = set()
         for mode in MODES:
@@ -183,6 +184,40 @@ class Metrics:
             "History summaries that failed (the run went on with the full history).",
             registry=r,
         )
+
+    def _add_orchestration_metrics(self, r: CollectorRegistry) -> None:
+        self.handoffs = Counter(
+            f"{_PREFIX}handoffs_total",
+            "Runs handed over to another agent, by the agent that took over.",
+            ["agent"],
+            registry=r,
+        )
+        self.group_rounds = Counter(
+            f"{_PREFIX}group_rounds_total",
+            "Rounds of agent groups, by group and the agent that spoke.",
+            ["group", "agent"],
+            registry=r,
+        )
+        self.flow_node_runs = Counter(
+            f"{_PREFIX}flow_node_runs_total",
+            "Nodes of flows that ran, by flow, node and status (success, error, waiting).",
+            ["flow", "node", "status"],
+            registry=r,
+        )
+
+    def register_group(self, group: str, agents: Iterable[str]) -> None:
+        """Initialise a group's round counters to 0 (its agents are its label values)."""
+        for agent in agents:
+            self.group_rounds.labels(group, agent)
+
+    def register_handoff(self, agent: str) -> None:
+        self.handoffs.labels(agent)
+
+    def register_flow(self, flow: str, nodes: Iterable[str]) -> None:
+        """Initialise a flow's node counters to 0 (its nodes are its label values)."""
+        for node in nodes:
+            for status in ("success", "error", "waiting"):
+                self.flow_node_runs.labels(flow, node, status)
 
     def _add_service_metrics(self, r: CollectorRegistry) -> None:
         self.sse_streams_active = Gauge(

@@ -27,13 +27,13 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._engine import Caller
-from .._engine.driver import Mode
-from .._engine.state import Emit, RunState, drop
+from .._engine.orchestrator import cite
+from .._engine.state import Emit, Mode, RunState, drop
 from .._engine.tool_scope import ToolScope, current_tool_scope
 from ..command import AgentCommand
 from ..context import RunContext, current_run_context
 from ..errors import AgentExecutorError
-from ..results import AgentResult, Source
+from ..results import AgentResult
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class AgentTool(Tool):
         if scope is not None:
             scope.add_usage(result.usage)
         if parent is not None:
-            _cite(parent, result.sources)
+            cite(parent, result.sources)
         return _answer(self.agent.name, result)
 
     def _command(self, task: str, parent: RunContext | None) -> AgentCommand:
@@ -140,15 +140,6 @@ def _caller(parent: RunContext | None, scope: ToolScope | None) -> Caller:
         return Caller()
     request_id = None if scope is None else f"{parent.request_id}/{scope.call_id}"
     return Caller(request_id, parent.client_address, parent.request_headers)
-
-
-def _cite(parent: RunContext, sources: list[Source]) -> None:
-    """The nested agent's sources are the caller's too: its answer rests on them."""
-    cited = {(s.source, s.title) for s in parent.sources}
-    for source in sources:
-        if (source.source, source.title) not in cited:
-            cited.add((source.source, source.title))
-            parent.sources.append(source)
 
 
 def _answer(agent: str, result: AgentResult) -> str:

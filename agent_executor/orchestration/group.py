@@ -1,0 +1,466 @@
+"""Agent groups: agents that take turns on one task, round by round, in one streamed run.
+
+An :class:`AgentGroup` runs like an agent (``execute``, ``execute_stream``, served by name).
+Each round its strategy plans who speaks next and with what query:
+
+- :class:`DirectHandoff`: the agents in their order, each given the answer of the one before
+  (the first is given the user's message); after the last, the group ends (or starts again
+  from the first, with ``cycle=True``);
+- :class:`AutoHandoff`: a moderator agent reads the task, the agents and what was said so far
+  and answers with a JSON plan (``next_agent_name``, ``next_query``, ``next_action``),
+  validated with pydantic; a plan that does not parse or names no agent of the group is sent
+  back once with what is wrong, and a second bad plan ends the run with ``invalid_plan``;
+- :class:`HybridHandoff`: fixed successors where you name them (``next={"writer":
+  "reviewer"}``), the moderator everywhere else.
+
+The group ends when the plan says ``TERMINATE``, when an answer contains the termination word
+(``"TERMINATE"`` by default), or after ``max_rounds`` (``finish_reason="max_turns"``). Every
+round begins with an ``AgentSelectedEvent(selected_by="group")`` naming the agent; its events
+follow as the agent's own run yields them, its text set apart from the text before. The
+group's answer (kept in its memory for the session) is the last answer given.
+
+An agent of the group that stops to wait for a person (approval, ``ask_user``) pauses the
+group: the stream ends ``waiting_for_approval`` with the agent's approval requests, and the
+client resumes the group (same session) with the approvals: the agent goes on where it stopped,
+then the rounds go on. Each agent keeps its own conversation per session of the group
+(``<session>/<group>/<agent>``), so it remembers its earlier rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._engine.orchestrator import member_session, run_member
+from .._engine.state import RunFailed, RunState
+from ..approvals import PendingRun
+from ..command import AgentCommand
+from ..errors import ConfigurationError, ErrorCode
+from ..events import AgentSelectedEvent
+from ..executor import AgentExecutor
+from ..messages import AssistantMessage, Message, UserMessage
+from ..models import ChatModel
+from ..results import ToolCallRecord
+from ._orchestrated import Orchestrated, agent_runner
+
+if TYPE_CHECKING:
+    from ..observability import Metrics
+
+__all__ = [
+    "TERMINATE",
+    "AgentGroup",
+    "AutoHandoff",
+    "DirectHandoff",
+    "GroupPlan",
+    "HandoffStrategy",
+    "HybridHandoff",
+    "Said",
+]
+
+TERMINATE = "TERMINATE"
+"""The default termination word, and the ``next_action`` that ends a group."""
+
+_FENCE_RE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
+_SHOWN_CHARS = 4000
+
+
+class Said(BaseModel):
+    """One round: who was asked what, and what they answered."""
+
+    agent: str
+    query: str
+    answer: str
+
+
+class GroupPlan(BaseModel):
+    """Who speaks next, with what query; ``next_action`` ``TERMINATE`` makes that agent the
+    last one (or, with no agent, ends the group on the last answer). The moderator's JSON may
+    use snake_case or camelCase keys (``nextAgentName``, as the seed system writes them)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    planning: str = ""
+    next_agent_name: str | None = Field(
+        default=None, validation_alias=AliasChoices("next_agent_name", "nextAgentName")
+    )
+    next_query: str = Field(default="", validation_alias=AliasChoices("next_query", "nextQuery"))
+    next_action: Literal["CONTINUE", "TERMINATE"] = Field(
+        default="CONTINUE",
+        validation_alias=AliasChoices("next_action", "nextAction", "next_step_action"),
+    )
+
+    @field_validator("next_action", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("next_agent_name", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class GroupView(Protocol):
+    """What a strategy reads of the group and the run so far."""
+
+    @property
+    def agents(self) -> Mapping[str, AgentExecutor]: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+class HandoffStrategy(Protocol):
+    """Plans each round: who speaks next and with what query.
+
+    ``said`` holds the rounds so far (empty for the first); ``task`` is the user's message.
+    Raise :class:`~agent_executor._engine.state.RunFailed` (``invalid_plan``) to end the
+    group. The run is given so that a strategy that calls a model counts what it spends.
+    """
+
+    async def plan(
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+    ) -> GroupPlan: ...
+
+
+class DirectHandoff:
+    """The agents in their order, each given the previous answer; ``cycle`` starts again from
+    the first after the last (until the termination word or ``max_rounds``)."""
+
+    def __init__(self, *, cycle: bool = False) -> None:
+        self.cycle = cycle
+
+    async def plan(
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+    ) -> GroupPlan:
+        names = list(group.agents)
+        if not said:
+            return GroupPlan(next_agent_name=names[0], next_query=task, planning="first agent")
+        position = names.index(said[-1].agent) + 1
+        if position == len(names) and not self.cycle:
+            return GroupPlan(next_action="TERMINATE", planning="every agent has spoken")
+        name = names[position % len(names)]
+        return GroupPlan(next_agent_name=name, next_query=said[-1].answer, planning="next in order")
+
+
+_MODERATOR_PROMPT = """You moderate a group of agents working on a user's task. Each round you \
+pick the agent that should act next and write its query: everything it needs, since it does not \
+see the conversation. When the last answer completes the task, end the group.
+
+Answer with one JSON object and nothing else:
+{"planning": "<one sentence: why>", "next_agent_name": "<an agent's name, or empty to end now>", \
+"next_query": "<the query for that agent>", "next_action": "CONTINUE" or "TERMINATE"}
+"TERMINATE" with an agent makes that agent's answer the last; with no agent it ends the group \
+on the last answer."""
+
+
+class AutoHandoff:
+    """A moderator agent plans each round (see the module docstring).
+
+    ``moderator`` is an agent (its system prompt should ask for the JSON plan; the default
+    prompt is :data:`AutoHandoff.PROMPT`) or a model (a string or :class:`ChatModel`), for
+    which a moderator agent with the default prompt is built. Its runs are nested in the
+    group's run: its usage counts, its text is not the group's.
+    """
+
+    PROMPT = _MODERATOR_PROMPT
+
+    def __init__(self, moderator: AgentExecutor | ChatModel | str) -> None:
+        if not isinstance(moderator, AgentExecutor):
+            moderator = AgentExecutor(
+                model=moderator,
+                name="moderator",
+                system_prompt=_MODERATOR_PROMPT,
+                model_params={"temperature": 0},
+                max_turns=1,
+                max_tool_calls=0,
+            )
+        self.moderator = moderator
+
+    async def plan(
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+    ) -> GroupPlan:
+        prompt = _situation(group, task, said)
+        answer = await self._ask(run, prompt, None, len(said))
+        try:
+            return _checked_plan(answer, group, said)
+        except ValueError as exc:
+            retry = f"That plan cannot be used: {exc}\nReply with only the corrected JSON object."
+            history: list[Message] = [
+                UserMessage(content=prompt),
+                AssistantMessage(content=answer),
+            ]
+            answer = await self._ask(run, retry, history, len(said))
+        try:
+            return _checked_plan(answer, group, said)
+        except ValueError as exc:
+            raise RunFailed(
+                ErrorCode.INVALID_PLAN,
+                f"the moderator's plan was not usable after one correction: {exc}",
+            ) from None
+
+    async def _ask(
+        self, run: RunState, prompt: str, history: list[Message] | None, rounds: int
+    ) -> str:
+        command = AgentCommand(
+            user_prompt=prompt, user_id=run.ctx.user_id, messages=history, max_tool_calls=0
+        )
+        planner = agent_runner(self.moderator)
+        step = f"plan{rounds + 1}{'' if history is None else 'b'}"
+        result = await run_member(run, planner, command, step=step, relay=False)
+        if result.error is not None:
+            raise RunFailed(
+                ErrorCode.INVALID_PLAN,
+                f"the moderator failed ({result.error.code}): {result.error.message}",
+            )
+        return "".join(result.texts)
+
+
+class HybridHandoff:
+    """Fixed successors where ``next`` names them (``{"writer": "reviewer"}``: the reviewer is
+    given the writer's answer), the moderator everywhere else (and for the first round)."""
+
+    def __init__(
+        self, moderator: AgentExecutor | ChatModel | str, *, next: Mapping[str, str]
+    ) -> None:
+        self.auto = AutoHandoff(moderator)
+        self.next = dict(next)
+
+    async def plan(
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+    ) -> GroupPlan:
+        if said and said[-1].agent in self.next:
+            name = self.next[said[-1].agent]
+            return GroupPlan(
+                next_agent_name=name,
+                next_query=said[-1].answer,
+                planning=f"{said[-1].agent} hands over to {name}",
+            )
+        return await self.auto.plan(group, task, said, run)
+
+
+class _Paused(BaseModel):
+    """What a paused group keeps: the task, the rounds so far, the agent that paused and the
+    query it was given, and the tool calls of the rounds before."""
+
+    task: str
+    said: list[Said]
+    speaker: str
+    query: str
+    last: bool
+    tool_calls: list[ToolCallRecord]
+
+
+class AgentGroup(Orchestrated):
+    """Agents that take turns on one task (see the module docstring).
+
+    ``agents`` are the group's agents, by their names (which must differ). ``strategy``
+    defaults to :class:`DirectHandoff`. ``termination`` (``None``: none) ends the group when
+    an answer contains it. The other options are an executor's (see :class:`Orchestrated`).
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[AgentExecutor],
+        *,
+        strategy: HandoffStrategy | None = None,
+        max_rounds: int = 5,
+        termination: str | None = TERMINATE,
+        name: str = "group",
+        **options: Any,
+    ) -> None:
+        by_name = {agent.name: agent for agent in agents}
+        if not by_name:
+            raise ConfigurationError("an AgentGroup needs at least one agent")
+        if len(by_name) != len(agents):
+            raise ConfigurationError("the agents of a group need different names")
+        if max_rounds < 1:
+            raise ConfigurationError("max_rounds must be >= 1")
+        if isinstance(strategy, HybridHandoff):
+            unknown = sorted(set(strategy.next) | set(strategy.next.values()) - set(by_name))
+            unknown = [n for n in unknown if n not in by_name]
+            if unknown:
+                raise ConfigurationError(f"HybridHandoff names agents not in the group: {unknown}")
+        self.agents: dict[str, AgentExecutor] = by_name
+        self.strategy: HandoffStrategy = DirectHandoff() if strategy is None else strategy
+        self.max_rounds = max_rounds
+        self.termination = termination
+        super().__init__(name=name, **options)
+        self.metrics.register_group(name, by_name)
+
+    def _orchestrator(self) -> _Rounds:
+        return _Rounds(self, self.metrics)
+
+
+class _Rounds:
+    """A group's run, round by round (the group's orchestrator)."""
+
+    __slots__ = ("_group", "_metrics")
+
+    def __init__(self, group: AgentGroup, metrics: Metrics) -> None:
+        self._group = group
+        self._metrics = metrics
+
+    async def start(self, run: RunState) -> None:
+        await self._rounds(run, run.ctx.command.user_prompt, [])
+
+    async def resume(self, run: RunState, paused: PendingRun) -> None:
+        state = _Paused.model_validate(paused.orchestration)
+        run.records.extend(state.tool_calls)
+        approvals = run.ctx.command.approvals
+        said = list(state.said)
+        answer = await self._round(run, state.task, said, state.speaker, state.query, approvals)
+        if answer is None or self._ends(run, said, answer, state.last):
+            return
+        await self._rounds(run, state.task, said)
+
+    async def _rounds(self, run: RunState, task: str, said: list[Said]) -> None:
+        group = self._group
+        while len(said) < group.max_rounds:
+            plan = await group.strategy.plan(group, task, said, run)
+            if plan.next_agent_name is None:
+                self._answer(run, said)
+                return
+            name, query = plan.next_agent_name, plan.next_query or task
+            if name not in group.agents:
+                raise RunFailed(
+                    ErrorCode.INVALID_PLAN, f"the plan names no agent of the group: {name!r}"
+                )
+            self._announce(run, name, len(said) + 1, plan.planning)
+            answer = await self._round(
+                run, task, said, name, query, None, plan.next_action == TERMINATE
+            )
+            if answer is None or self._ends(run, said, answer, plan.next_action == TERMINATE):
+                return
+        run.finish_reason = "max_turns"
+        self._answer(run, said)
+
+    def _announce(self, run: RunState, name: str, number: int, why: str) -> None:
+        detail = f"round {number} of {self._group.max_rounds}"
+        run.emit(
+            AgentSelectedEvent(
+                agent=name, selected_by="group", detail=f"{detail}: {why}" if why else detail
+            )
+        )
+
+    async def _round(
+        self,
+        run: RunState,
+        task: str,
+        said: list[Said],
+        name: str,
+        query: str,
+        approvals: Any,
+        last: bool = False,
+    ) -> str | None:
+        """One agent's round; its answer, or ``None`` when it paused the group."""
+        group = self._group
+        self._metrics.group_rounds.labels(group.name, name).inc()
+        member = await run_member(
+            run,
+            agent_runner(group.agents[name]),
+            AgentCommand(
+                user_prompt=query,
+                session_id=member_session(run, group.name, name),
+                approvals=approvals,
+            ),
+            step=f"round{len(said) + 1}",
+        )
+        if member.error is not None:
+            code = _code(member.error.code)
+            raise RunFailed(
+                code, f"agent {name} failed: {member.error.message}", member.error.retry_after
+            )
+        if member.finish_reason == "waiting_for_approval":
+            run.finish_reason = "waiting_for_approval"
+            run.paused = PendingRun(
+                messages=list(run.new_messages),
+                pending=[],
+                usage=run.usage,
+                orchestration=_Paused(
+                    task=task,
+                    said=said,
+                    speaker=name,
+                    query=query,
+                    last=last,
+                    tool_calls=list(run.records),
+                ).model_dump(mode="json"),
+            )
+            return None
+        answer = "".join(member.texts)
+        said.append(Said(agent=name, query=query, answer=answer))
+        return answer
+
+    def _ends(self, run: RunState, said: list[Said], answer: str, last: bool) -> bool:
+        word = self._group.termination
+        if last or (word is not None and word in answer):
+            self._answer(run, said)
+            return True
+        return False
+
+    def _answer(self, run: RunState, said: list[Said]) -> None:
+        """The group's answer, kept in its memory: the last one given (without the word)."""
+        if not said:
+            raise RunFailed(ErrorCode.INVALID_PLAN, "the group ended before any agent answered")
+        answer = said[-1].answer
+        word = self._group.termination
+        if word is not None:
+            answer = answer.replace(word, "").rstrip()
+        run.add(AssistantMessage(content=answer))
+
+
+def _code(code: str) -> ErrorCode:
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.INTERNAL_ERROR
+
+
+def _situation(group: GroupView, task: str, said: Sequence[Said]) -> str:
+    """What the moderator is told each round."""
+    agents = "\n".join(
+        f"- {name}: {agent.description}" if agent.description else f"- {name}"
+        for name, agent in group.agents.items()
+    )
+    rounds = "\n\n".join(
+        f"Round {i}: {s.agent} was asked:\n{_shown(s.query)}\n"
+        f"{s.agent} answered:\n{_shown(s.answer)}"
+        for i, s in enumerate(said, 1)
+    )
+    about = f"The group: {group.description}\n\n" if group.description else ""
+    return f"{about}The agents:\n{agents}\n\nThe user's task:\n{task}\n\n" + (
+        f"What was said so far:\n\n{rounds}" if rounds else "No agent has spoken yet."
+    )
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + " [...]"
+
+
+def _checked_plan(answer: str, group: GroupView, said: Sequence[Said]) -> GroupPlan:
+    fenced = _FENCE_RE.match(answer)
+    body = fenced.group(1) if fenced else answer.strip()
+    if not body.startswith("{"):
+        start, end = body.find("{"), body.rfind("}")
+        if start == -1 or end < start:
+            raise ValueError("the answer holds no JSON object")
+        body = body[start : end + 1]
+    try:
+        plan = GroupPlan.model_validate(json.loads(body))
+    except (ValueError, ValidationError) as exc:
+        raise ValueError(f"it is not a valid plan: {exc}") from None
+    name = plan.next_agent_name
+    if name is None:
+        if plan.next_action != TERMINATE:
+            raise ValueError("next_agent_name is empty but next_action is not TERMINATE")
+        if not said:
+            raise ValueError("no agent has answered yet: name the agent that should")
+    elif name not in group.agents:
+        raise ValueError(f"{name!r} is not an agent of the group ({', '.join(group.agents)})")
+    elif not plan.next_query.strip():
+        raise ValueError("next_query is empty")
+    return plan
