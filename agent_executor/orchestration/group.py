@@ -313,6 +313,7 @@ class _Rounds:
         run.records.extend(state.tool_calls)
         approvals = run.ctx.command.approvals
         said = list(state.said)
+        self._announce(run, state.speaker, len(said) + 1, "resuming its paused run")
         answer = await self._round(run, state.task, said, state.speaker, state.query, approvals)
         if answer is None or self._ends(run, said, answer, state.last):
             return
@@ -360,6 +361,7 @@ class _Rounds:
         """One agent's round; its answer, or ``None`` when it paused the group."""
         group = self._group
         self._metrics.group_rounds.labels(group.name, name).inc()
+        spent = run.usage  # a resumed agent counts again what it spent before its pause
         member = await run_member(
             run,
             agent_runner(group.agents[name]),
@@ -380,7 +382,7 @@ class _Rounds:
             run.paused = PendingRun(
                 messages=list(run.new_messages),
                 pending=[],
-                usage=run.usage,
+                usage=spent,
                 orchestration=_Paused(
                     task=task,
                     said=said,
