@@ -80,7 +80,7 @@ def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path:
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
 
-    as_tool, handoff = outputs
+    as_tool, handoff, group, *_ = outputs
     assert (
         "NestedEvent(agent='researcher', call_id='call_0', event=MessageEvent(text='Paris '))"
         in as_tool
@@ -90,6 +90,12 @@ def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path:
         "AgentSelectedEvent(agent='billing', selected_by='handoff', detail='from triage')"
         in handoff
     )
+    lines = group.splitlines()
+    selected = "AgentSelectedEvent(agent='{}', selected_by='group', detail='round {} of 5: {}')"
+    assert lines[0] == selected.format("writer", 1, "first agent")
+    assert selected.format("editor", 2, "next in order") in lines
+    assert "MessageEvent(text='\\n\\n')" in lines
+    assert lines[-1].startswith("DoneEvent(finish_reason='stop'")
 
 
 def _load(name: str) -> ModuleType:
