@@ -1,6 +1,7 @@
 """``PostgresRetriever`` against a real PostgreSQL server that the tests start
-(tests/postgres_server.py): the project's docs/ indexed with full-text search, the answer's
-passage found and given to the model, its source in ``done``."""
+(tests/postgres_server.py): the project's docs/ indexed with full-text search, and with vectors
+from an OpenAI-compatible embeddings endpoint (the fake server's), the answer's passage found
+by words, by vectors and by both, given to the model, its source in ``done``."""
 
 from __future__ import annotations
 
@@ -12,9 +13,17 @@ import anyio
 import psycopg
 import pytest
 
-from agent_executor import AgentCommand, DoneEvent, Passage, PostgresRetriever, RetrievalHook
-from agent_executor.retrieval import load_folder
+from agent_executor import (
+    AgentCommand,
+    DoneEvent,
+    ModelError,
+    Passage,
+    PostgresRetriever,
+    RetrievalHook,
+)
+from agent_executor.retrieval import OpenAIEmbeddings, load_folder
 
+from .fakes.openai_server import EMBEDDING_DIMENSIONS, FakeOpenAIServer
 from .helpers import collect, make_executor
 from .postgres_server import PostgresServer, postgres_server
 from .server_helpers import free_port
@@ -173,3 +182,92 @@ async def test_a_server_that_cannot_be_reached_refuses_the_run() -> None:
 def test_a_table_name_must_be_an_identifier() -> None:
     with pytest.raises(ValueError, match="not a table name"):
         PostgresRetriever("postgresql://localhost/x", table="docs; DROP TABLE users")
+
+
+# -- vectors from an OpenAI-compatible /v1/embeddings endpoint ----------------------------------
+
+
+@pytest.fixture
+async def embedder() -> AsyncIterator[tuple[FakeOpenAIServer, OpenAIEmbeddings]]:
+    async with FakeOpenAIServer() as server:
+        embeddings = OpenAIEmbeddings("text-embedding-3-small", api_base=server.base_url)
+        yield server, embeddings
+        await embeddings.aclose()
+
+
+async def vector_docs(
+    postgres: PostgresServer, embeddings: OpenAIEmbeddings, search: str
+) -> PostgresRetriever:
+    retriever = PostgresRetriever(
+        postgres.dsn,
+        table="docs_vectors",
+        embeddings=embeddings,
+        search=search,  # type: ignore[arg-type]
+    )
+    await retriever.index_folder(ROOT / "docs", relative_to=ROOT)
+    return retriever
+
+
+async def test_vector_search_finds_the_passage_by_its_embedding(
+    postgres: PostgresServer, embedder: tuple[FakeOpenAIServer, OpenAIEmbeddings]
+) -> None:
+    server, embeddings = embedder
+    async with await vector_docs(postgres, embeddings, "vector") as docs:
+        started = time.perf_counter()
+        passages = await docs.retrieve(QUESTION, k=4)
+        print(f"PostgreSQL vector query: {(time.perf_counter() - started) * 1000:.2f} ms")
+
+    assert ANSWER_SOURCE in [p.source for p in passages]
+    assert [p.score for p in passages] == sorted((p.score for p in passages), reverse=True)
+    assert 0 < passages[0].score <= 1.0 + 1e-9  # cosines of unit vectors
+    stored = len(load_folder(ROOT / "docs"))
+    with psycopg.connect(postgres.dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*), min(array_length(embedding, 1)) FROM docs_vectors "
+            "WHERE embedding IS NOT NULL"
+        ).fetchone()
+    assert row == (stored, EMBEDDING_DIMENSIONS)
+    requests = server.embedding_requests
+    assert all(r["model"] == "text-embedding-3-small" for r in requests)
+    assert all(1 <= len(r["input"]) <= 64 for r in requests)
+    assert sum(len(r["input"]) for r in requests) == stored + 1  # the passages, the question
+    assert requests[-1]["input"] == [QUESTION]
+
+
+async def test_hybrid_search_merges_words_and_vectors_and_feeds_the_hook(
+    postgres: PostgresServer, embedder: tuple[FakeOpenAIServer, OpenAIEmbeddings]
+) -> None:
+    _, embeddings = embedder
+    async with await vector_docs(postgres, embeddings, "hybrid") as docs:
+        passages = await docs.retrieve(QUESTION, k=4)
+        async with PostgresRetriever(docs.dsn, table="docs_vectors") as words:
+            by_words = await words.retrieve(QUESTION, k=4)
+        agent = make_executor([answer_from_passages], hooks=[RetrievalHook(docs)])
+        result = await agent.execute(AgentCommand(user_prompt=QUESTION))
+
+    assert passages[0].source == ANSWER_SOURCE  # both searches rank it well
+    assert by_words[0].source == ANSWER_SOURCE
+    assert passages[0].score == pytest.approx(2 / 61)  # first in both: 1/(60+1) twice
+    assert result.success and result.content.startswith("Every 15 seconds")
+    assert ANSWER_SOURCE in [s.source for s in result.sources]
+
+
+async def test_an_embeddings_endpoint_that_is_down_refuses_the_run(
+    postgres: PostgresServer,
+) -> None:
+    embeddings = OpenAIEmbeddings("e", api_base=f"http://127.0.0.1:{free_port()}/v1", timeout=2)
+    async with PostgresRetriever(postgres.dsn, table="docs", embeddings=embeddings) as docs:
+        with pytest.raises(ModelError, match="unreachable"):
+            await docs.retrieve(QUESTION, k=2)
+        agent = make_executor(["never"], hooks=[RetrievalHook(docs, timeout=5.0)])
+        result = await agent.execute(AgentCommand(user_prompt=QUESTION))
+    await embeddings.aclose()
+
+    assert result.error is not None and result.error.code == "hook_rejected"
+
+
+def test_vector_search_needs_embeddings() -> None:
+    with pytest.raises(ValueError, match="needs embeddings"):
+        PostgresRetriever("postgresql://localhost/x", search="vector")
+    with pytest.raises(ValueError, match="search must be"):
+        PostgresRetriever("postgresql://localhost/x", search="fuzzy")  # type: ignore[arg-type]

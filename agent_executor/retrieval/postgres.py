@@ -13,12 +13,21 @@ query matches passages with *any* of its words (the words are the query's ``to_t
 lexemes: stemmed, stop words dropped) and the ranking sorts out the best;
 ``match="websearch"`` hands the query to ``websearch_to_tsquery`` instead (every word must
 appear; ``"quoted phrases"``, ``or`` and ``-word`` work as on a web search engine).
+
+With ``embeddings`` (an OpenAI-compatible ``/v1/embeddings`` endpoint), each passage is also
+stored with its vector (a ``float8[]`` column, length 1), and ``search`` chooses ``"vector"``
+(the dot product of the query's vector with every stored one, computed by the server: exact,
+no index, so its cost grows with the table; pgvector's indexes would serve millions of rows but
+it is not packaged here) or ``"hybrid"`` (the default with embeddings: both searches, merged by
+reciprocal rank fusion, so a passage either finds well comes first and one both find comes
+before all).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -28,6 +37,7 @@ import anyio
 from .._extras import requires_extra
 from .base import Passage
 from .documents import load_folder
+from .embeddings import Embeddings
 
 __all__ = ["PostgresRetriever"]
 
@@ -48,6 +58,7 @@ CREATE TABLE IF NOT EXISTS {table} (
 );
 CREATE INDEX IF NOT EXISTS {tsv_index} ON {table} USING gin (tsv);
 CREATE INDEX IF NOT EXISTS {document_index} ON {table} (document);
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS embedding float8[];
 """
 
 # Any of the query's lexemes, each quoted as tsquery text wants it (quotes doubled,
@@ -61,6 +72,21 @@ _ANY_WORD = """(
 _ALL_WORDS = "websearch_to_tsquery({config}::regconfig, %(query)s)"
 
 _RANKINGS = {"cover_density": "ts_rank_cd", "frequency": "ts_rank"}
+
+_NEAREST = """
+SELECT body, source, title, metadata,
+    (SELECT sum(e * q) FROM unnest(embedding, %(vector)s::float8[]) AS v(e, q)) AS score
+FROM {table}
+WHERE embedding IS NOT NULL
+ORDER BY score DESC NULLS LAST, id
+LIMIT %(k)s
+"""
+
+_RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack, Clarke and Buettcher, SIGIR 2009): a passage's
+fused score is the sum over the searches of 1 / (60 + its rank)."""
+
+Search = Literal["text", "vector", "hybrid"]
 
 _SEARCH = """
 SELECT body, source, title, metadata, {rank}(tsv, query, 1) AS score
@@ -93,6 +119,8 @@ class PostgresRetriever:
         min_size: int = 1,
         max_size: int = 8,
         timeout: float = 10.0,
+        embeddings: Embeddings | None = None,
+        search: Search | None = None,
     ) -> None:
         with requires_extra("postgres", "PostgresRetriever"):
             import psycopg_pool
@@ -110,6 +138,12 @@ class PostgresRetriever:
             raise ValueError(f"not a table name: {table!r}")
         self.dsn, self.table, self.config, self.match = dsn, table, config, match
         self.ranking = ranking
+        self.embeddings = embeddings
+        self.search: Search = search or ("text" if embeddings is None else "hybrid")
+        if self.search not in ("text", "vector", "hybrid"):
+            raise ValueError(f"search must be 'text', 'vector' or 'hybrid', not {search!r}")
+        if self.search != "text" and embeddings is None:
+            raise ValueError(f"search={self.search!r} needs embeddings")
         self._pool_size = (min_size, max_size)
         self._timeout = timeout
         self._pool: Any = None
@@ -120,6 +154,14 @@ class PostgresRetriever:
         """The ``k`` best passages for ``query``, best first."""
         if k < 1 or not query.strip():
             return []
+        if self.search == "text":
+            return await self._text(query, k)
+        nearest = await self._nearest(query, k)
+        if self.search == "vector":
+            return nearest
+        return _fused([await self._text(query, k), nearest], k)
+
+    async def _text(self, query: str, k: int) -> list[Passage]:
         sql = self._sql
         words = _ANY_WORD if self.match == "any" else _ALL_WORDS
         statement = sql.SQL(_SEARCH).format(
@@ -131,10 +173,17 @@ class PostgresRetriever:
         async with pool.connection() as conn:
             cursor = await conn.execute(statement, {"query": query, "k": k})
             rows = await cursor.fetchall()
-        return [
-            Passage(text=body, source=source, title=title, metadata=metadata, score=float(score))
-            for body, source, title, metadata, score in rows
-        ]
+        return _passages(rows)
+
+    async def _nearest(self, query: str, k: int) -> list[Passage]:
+        assert self.embeddings is not None
+        [vector] = await self.embeddings.embed([query])
+        statement = self._sql.SQL(_NEAREST).format(table=self._table())
+        pool = await self._open()
+        async with pool.connection() as conn:
+            cursor = await conn.execute(statement, {"vector": vector, "k": k})
+            rows = await cursor.fetchall()
+        return _passages(rows)
 
     async def setup(self) -> None:
         """Create the table and its indexes if they do not exist."""
@@ -156,9 +205,14 @@ class PostgresRetriever:
     async def add(self, passages: Iterable[Passage], *, replace: bool = False) -> int:
         """Store ``passages`` (in one transaction); with ``replace``, first remove what is
         stored of their documents (``metadata["path"]``, else the source before ``#``).
-        Returns how many were stored."""
+        Returns how many were stored. With embeddings, their vectors are stored too."""
+        kept = list(passages)
+        vectors: list[list[float] | None] = [None] * len(kept)
+        if self.embeddings is not None and kept:
+            vectors = list(await self.embeddings.embed([_embedded(p) for p in kept]))
         rows = [
-            (_document(p), p.source, p.title, p.text, self._jsonb(p.metadata)) for p in passages
+            (_document(p), p.source, p.title, p.text, self._jsonb(p.metadata), vector)
+            for p, vector in zip(kept, vectors, strict=True)
         ]
         await self.setup()
         sql, table = self._sql, self._table()
@@ -171,8 +225,8 @@ class PostgresRetriever:
                 )
             await cursor.executemany(
                 sql.SQL(
-                    "INSERT INTO {} (document, source, title, body, metadata) "
-                    "VALUES (%s, %s, %s, %s, %s)"
+                    "INSERT INTO {} (document, source, title, body, metadata, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s, %s)"
                 ).format(table),
                 rows,
             )
@@ -238,6 +292,32 @@ class PostgresRetriever:
                     raise
                 self._pool = pool
         return self._pool
+
+
+def _passages(rows: list[Any]) -> list[Passage]:
+    return [
+        Passage(text=body, source=source, title=title, metadata=metadata, score=float(score))
+        for body, source, title, metadata, score in rows
+    ]
+
+
+def _fused(rankings: list[list[Passage]], k: int) -> list[Passage]:
+    """Reciprocal rank fusion of several rankings of passages (the same passage is the same
+    source and text), scored by the fused score."""
+    scores: dict[tuple[str, str], float] = {}
+    first: dict[tuple[str, str], Passage] = {}
+    for ranking in rankings:
+        for rank, passage in enumerate(ranking, 1):
+            key = (passage.source, passage.text)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (_RRF_K + rank)
+            first.setdefault(key, passage)
+    best = sorted(scores, key=lambda key: -scores[key])[:k]
+    return [replace(first[key], score=scores[key]) for key in best]
+
+
+def _embedded(passage: Passage) -> str:
+    """What of a passage is embedded: its heading path and its text."""
+    return f"{passage.title}\n\n{passage.text}" if passage.title else passage.text
 
 
 def _document(passage: Passage) -> str:

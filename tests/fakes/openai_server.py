@@ -15,6 +15,10 @@ the next scripted response.  When the script is exhausted the server answers
 HTTP 500 with ``"fake server script exhausted"`` so that unexpected extra
 requests (e.g. hidden retries) fail loudly.
 
+``POST /v1/embeddings`` is not scripted: it answers every request in OpenAI's wire format
+with :func:`hashed_embedding` vectors (a bag of stemmed words, feature-hashed), so similar
+wordings get similar vectors and a vector search has something real to rank.
+
 The server binds 127.0.0.1 only.
 """
 
@@ -22,9 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import hashlib
 import itertools
 import json
 import math
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -402,6 +409,67 @@ def chat_completion(
     }
 
 
+EMBEDDING_DIMENSIONS: Final = 512
+_WORD_RE = re.compile(r"[a-z0-9]+")
+
+
+def hashed_embedding(text: str) -> list[float]:
+    """A deterministic embedding: the text's words, lower-cased and stemmed (Snowball English,
+    stop words dropped), counted into 512 buckets by a hash of each word with a hashed sign
+    (the hashing trick of Weinberger et al., 2009). Not normalised: the client must do that."""
+    stemmer = _stemmer()
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in _WORD_RE.findall(text.lower()):
+        if word in _STOP_WORDS:
+            continue
+        digest = hashlib.blake2b(stemmer.stemWord(word).encode(), digest_size=8).digest()
+        bucket = int.from_bytes(digest[:4], "little") % EMBEDDING_DIMENSIONS
+        vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    return vector
+
+
+@functools.cache
+def _stemmer() -> Any:
+    import Stemmer  # PyStemmer, from the [retrieval] extra
+
+    return Stemmer.Stemmer("english")
+
+
+_STOP_WORDS: Final = frozenset(
+    (
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "the",
+        "this",
+        "to",
+        "what",
+        "when",
+        "which",
+        "who",
+        "why",
+        "with",
+    )
+)
+
+
 # --------------------------------------------------------------------------- #
 # Server
 # --------------------------------------------------------------------------- #
@@ -422,6 +490,8 @@ class FakeOpenAIServer:
         self.request_headers: list[dict[str, str]] = []
         self.request_paths: list[str] = []
         self.client_ports: list[int | None] = []
+        #: JSON bodies of the requests to ``/v1/embeddings``.
+        self.embedding_requests: list[JsonDict] = []
         #: Number of streams cut by ``drop_after`` / currently stalled.
         self.dropped = 0
         self.stalled = 0
@@ -462,7 +532,28 @@ class FakeOpenAIServer:
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)  # Anthropic's Messages API
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner, self._port = await serve_locally(app, self._host, self._port or 0)
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """OpenAI's embeddings response (its API reference's shape: ``object: "list"``,
+        ``data`` items with ``object``, ``index``, ``embedding``; ``model``; ``usage``)."""
+        body = await request.json()
+        self.embedding_requests.append(body)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [
+            {"object": "embedding", "index": i, "embedding": hashed_embedding(text)}
+            for i, text in enumerate(texts)
+        ]
+        tokens = sum(len(text.split()) for text in texts)
+        return web.json_response(
+            {
+                "object": "list",
+                "data": list(reversed(data)),  # order by "index", not by position
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def stop(self) -> None:
         self._stopping.set()
