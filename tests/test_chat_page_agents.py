@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestServer
 from playwright.async_api import Browser, Locator, Page, expect
 from prometheus_client import CollectorRegistry
 
-from agent_executor import AgentExecutor, AgentRouter, ScriptedModel, handoff, tool
+from agent_executor import AgentExecutor, AgentGroup, AgentRouter, ScriptedModel, handoff, tool
 from agent_executor.models.scripted import ScriptedTurn, call, tool_turn
 from server import create_app
 from tests.test_browser import (
@@ -264,3 +264,26 @@ async def test_a_failing_nested_agent_shows_its_error_in_the_record(browser: Bro
         await expect(reply).not_to_have_class(re.compile(r"\bfailed\b"))
         await expect(reply.locator(".answer > .turn-error")).to_have_count(0)
         assert await answer_text(reply) == "It failed, sorry."
+
+
+async def test_a_groups_reply_shows_each_rounds_agent(browser: Browser) -> None:
+    writer = agent("writer", ["Cats sleep a lot."])
+    editor = agent("editor", ["Cats sleep **sixteen** hours a day."])
+    team = AgentGroup([writer, editor], name="team", metrics=CollectorRegistry())
+    async with chat_page(browser, team, model_of(writer), model_of(editor)) as page:
+        await page.goto("/")
+        await ask(page, "Write about cats.")
+        reply = page.locator(".message.assistant").first
+        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+
+        await expect(reply).to_have_attribute("data-speaker", "writer → editor")
+        divider = reply.locator(".answer > .handoff")
+        await expect(divider).to_have_count(1)
+        await expect(divider).to_have_text("→ editor (round 2 of 5: next in order)")
+        order = await reply.evaluate(
+            "(el) => [...el.querySelector('.answer').children]"
+            ".map((c) => `${c.className}:${c.dataset.agent ?? ''}`)"
+        )
+        assert order == ["text:writer", "handoff:editor", "text:editor"]
+        assert await answer_text(reply) == "Cats sleep a lot. Cats sleep sixteen hours a day."
+        await screenshot(page, "group")

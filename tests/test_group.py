@@ -21,6 +21,7 @@ from agent_executor import (
     AgentGroup,
     AgentSelectedEvent,
     AutoHandoff,
+    ClientTool,
     ConfigurationError,
     DirectHandoff,
     DoneEvent,
@@ -28,6 +29,8 @@ from agent_executor import (
     HybridHandoff,
     MessageEvent,
     ScriptedModel,
+    ToolCallEvent,
+    ToolResults,
     ToolStartEvent,
     handoff,
     tool,
@@ -464,3 +467,51 @@ async def test_execute_reads_what_the_stream_shows() -> None:
     result = await team().execute(AgentCommand(user_prompt="go"))
 
     assert result.content == text(events) == "one\n\ntwo"
+
+
+async def test_each_round_is_a_span_under_the_groups_span() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("tests")
+    writer = named_agent("writer", ["Draft."], tracer=tracer)
+    editor = named_agent("editor", ["Final."], tracer=tracer)
+    team = group([writer, editor], tracer=tracer)
+
+    await team.execute(AgentCommand(user_prompt="go"))
+
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    root = spans["invoke_agent team"]
+    for name in ("writer", "editor"):
+        run = spans[f"invoke_agent {name}"]
+        assert run.parent is not None and run.parent.span_id == root.context.span_id
+        chat = spans[f"chat {name}-model"]
+        assert chat.parent is not None and chat.parent.span_id == run.context.span_id
+
+
+async def test_a_groups_agent_calls_the_clients_tool_through_the_shared_results() -> None:
+    results = ToolResults()
+    picker = named_agent(
+        "picker",
+        [tool_turn(call("pick_color", {"options": ["red", "blue"]})), "Blue it is."],
+        tool_results=results,
+    )
+    team = group([picker], tool_results=results)
+    command = AgentCommand(
+        user_prompt="Pick a colour.",
+        user_id="u",
+        client_tools=[ClientTool(name="pick_color", description="Ask the user for a colour.")],
+    )
+
+    events: list[AgentEvent] = []
+    async for event in team.execute_stream(command):
+        events.append(event)
+        if isinstance(event, ToolCallEvent):
+            assert team.tool_results.deliver(event.call_id, "u", result="blue") == "delivered"
+
+    assert text(events) == "Blue it is."
+    assert model_of(picker).requests[-1].messages[-1].content == "blue"

@@ -12,7 +12,7 @@ state (``PendingRun.orchestration``) while the agent keeps its paused run in its
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..approvals import PendingRun
 from ..command import AgentCommand
@@ -71,11 +71,6 @@ async def conduct(
             ErrorCode.UNSUPPORTED_FORMAT,
             f"{run.ctx.agent} answers in text: its agents' answers are its answer",
         )
-    if command.client_tools:
-        raise RunFailed(
-            ErrorCode.INVALID_INPUT,
-            f"{run.ctx.agent} runs other agents; client tools are offered to an agent",
-        )
     run.messages = await conversations.load(command)
     if command.approvals is None:
         run.add(UserMessage(content=command.user_prompt))
@@ -105,8 +100,9 @@ async def run_member(
 
     ``step`` names the step in the nested run's request id (``<request id>/<step>``). With
     ``relay`` the agent's events go to the run's stream as they happen, except its ``error``
-    and ``done`` (the caller decides what the agent's outcome means for the run); without,
-    they go nowhere (a moderator's plan is not the run's text). Either way its usage, tool
+    and ``done`` (the caller decides what the agent's outcome means for the run), and the
+    client's tools are offered to the agent; without, its events go nowhere (a moderator's
+    plan is not the run's text) and it gets no client tools. Either way its usage, tool
     calls and sources become the run's, and the approvals it asks for the run's.
     """
     ctx = run.ctx
@@ -114,9 +110,10 @@ async def run_member(
         raise RunFailed(
             ErrorCode.INVALID_INPUT, f"runs are already nested {MAX_NESTING} deep; not going on"
         )
-    command = command.model_copy(
-        update={"user_id": ctx.user_id, "metadata": dict(ctx.command.metadata)}
-    )
+    update: dict[str, Any] = {"user_id": ctx.user_id, "metadata": dict(ctx.command.metadata)}
+    if relay:
+        update["client_tools"] = ctx.command.client_tools
+    command = command.model_copy(update=update)
     caller = Caller(f"{ctx.request_id}/{step}", ctx.client_address, ctx.request_headers)
     emit: Emit = _Relay(run) if relay else drop
     member = await agent(command, ctx.mode, emit, caller)
