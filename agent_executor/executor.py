@@ -42,6 +42,7 @@ from .models import ChatModel, resolve_model
 from .observability import Metrics, Tracing, install_log_context
 from .orchestration import AgentTool, Handoff, SessionPolicy
 from .results import AgentResult
+from .spend import PriceTable, default_prices
 from .tools import FunctionTool, Tool, ToolResults
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ class AgentExecutor:
     whose stored history has grown too long, before the run (see :class:`HistoryCompressor`).
     ``reasoning_events=False`` keeps the model's reasoning from the caller (no
     ``ReasoningEvent``, no ``AgentResult.reasoning``); what the provider needs back of it on
-    the next turn still goes back.
+    the next turn still goes back. ``prices`` turns tokens into ``usage.cost_usd`` (default:
+    litellm's model cost map, see :class:`~agent_executor.spend.PriceTable`).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class AgentExecutor:
         description: str = "",
         tool_results: ToolResults | None = None,
         reasoning_events: bool = True,
+        prices: PriceTable | None = None,
     ) -> None:
         _check_limits(max_concurrency, max_turns, max_parallel_tools, max_tool_calls)
         self.name, self.description = name, description
@@ -149,6 +152,7 @@ class AgentExecutor:
             output_guard,
             reasoning_events,
             self.model_health,
+            default_prices() if prices is None else prices,
         )
         self._gate = ConcurrencyGate(
             max_concurrency, max_queue=max_queue, queue_timeout=queue_timeout, metrics=self.metrics

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 __all__ = [
     "AssistantMessage",
@@ -93,12 +99,29 @@ Message = Annotated[
 
 
 class Usage(BaseModel):
-    """Token counts, summed over every model call of a run."""
+    """Token counts, summed over every model call of a run, and what they cost.
+
+    ``cached_input_tokens`` are the input tokens the provider read from its prompt cache (part
+    of ``input_tokens``, cheaper). ``cost_usd`` is the cost in US dollars at the executor's
+    prices; ``None`` when unknown (a model without a price, or a sum with such a part): never a
+    guess. Serialised, both are left out while they say nothing (0 and ``None``).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.cost_usd is None:
+            data.pop("cost_usd", None)
+        if not self.cached_input_tokens:
+            data.pop("cached_input_tokens", None)
+        return data
 
     @property
     def total_tokens(self) -> int:
@@ -106,9 +129,14 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        cost = None
+        if self.cost_usd is not None and other.cost_usd is not None:
+            cost = self.cost_usd + other.cost_usd
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cost_usd=cost,
         )
 
 

@@ -196,14 +196,21 @@ def _run_error(error: ErrorInfo | ErrorEvent) -> web.Response:
     return openai_error(status, error.message, code=error.code, **headers)
 
 
-def _usage(usage: Usage | None) -> dict[str, int]:
+def _usage(usage: Usage | None) -> dict[str, Any]:
+    """OpenAI's usage object; ``prompt_tokens_details.cached_tokens`` as OpenAI reports it,
+    and ``cost_usd`` (ours, as LiteLLM's proxy adds ``cost``) when the cost is known."""
     prompt = usage.input_tokens if usage else 0
     completion = usage.output_tokens if usage else 0
-    return {
+    out: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if usage is not None and usage.cached_input_tokens:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_input_tokens}
+    if usage is not None and usage.cost_usd is not None:
+        out["cost_usd"] = usage.cost_usd
+    return out
 
 
 def _completion(request_id: str, model: str, result: AgentResult) -> dict[str, Any]:
@@ -278,7 +285,7 @@ class ChunkEncoder:
             return b"".join(parts)
         return b""
 
-    def _chunk(self, choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> bytes:
+    def _chunk(self, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> bytes:
         tail: dict[str, Any] = {"choices": choices}
         if usage is not None:
             tail["usage"] = usage

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..errors import ErrorCode, HookRejection, ModelError, ScriptExhaustedError
@@ -22,6 +23,7 @@ from ..guards import OutputBlocked, OutputGuard
 from ..hooks import HookChain
 from ..messages import ToolCall
 from ..models.base import ChatModel, ModelRequest, ModelResponse
+from ..spend import PriceTable
 from .state import RunFailed, RunState
 from .streaming import ModelPolicy, TurnOutput, stream_turn
 from .telemetry import RunTelemetry
@@ -86,6 +88,7 @@ class ModelTurns:
         "_output_guard",
         "_params",
         "_policy",
+        "_prices",
         "_reasoning_events",
         "_telemetry",
     )
@@ -100,8 +103,10 @@ class ModelTurns:
         output_guard: OutputGuard | None,
         reasoning_events: bool,
         health: ModelHealth,
+        prices: PriceTable,
     ) -> None:
         self._model = model
+        self._prices = prices
         self._policy = policy
         self._params = params
         self._hooks = hooks
@@ -164,10 +169,22 @@ class ModelTurns:
         response = await stream_turn(
             self._model, request, self._policy, self._telemetry.turn_metrics, output
         )
+        response = self._priced(response)
         run.add_usage(response.usage)
         if hooks:
             await hooks.after_model(run.ctx, response)
         return response
+
+    def _priced(self, response: ModelResponse) -> ModelResponse:
+        """The response with what its tokens cost in its usage (when the price is known)."""
+        usage = response.usage
+        if usage is None:
+            return response
+        cost = self._prices.cost(self._model.name, usage)
+        if cost is None:
+            return response
+        self._telemetry.turn_metrics.cost.inc(cost)
+        return replace(response, usage=usage.model_copy(update={"cost_usd": cost}))
 
 
 def model_failure(error: ModelError, request_id: str) -> str:

@@ -48,7 +48,15 @@ _SERVER_SIDE_FAILURES = frozenset(
 class TurnMetrics:
     """The model's labelled metric children, bound once."""
 
-    __slots__ = ("duration", "errors", "input_tokens", "output_tokens", "retries", "successes")
+    __slots__ = (
+        "cost",
+        "duration",
+        "errors",
+        "input_tokens",
+        "output_tokens",
+        "retries",
+        "successes",
+    )
 
     def __init__(self, metrics: Metrics, model: str) -> None:
         metrics.register_model(model)
@@ -58,6 +66,7 @@ class TurnMetrics:
         self.retries = metrics.llm_retries.labels(model)
         self.input_tokens = metrics.llm_tokens.labels(model, "input")
         self.output_tokens = metrics.llm_tokens.labels(model, "output")
+        self.cost = metrics.llm_cost.labels(model)
 
     def record(self, started: float, usage: Usage | None, ok: bool) -> None:
         self.duration.observe(time.perf_counter() - started)

@@ -217,7 +217,9 @@ def _usage(usage: Any) -> Usage | None:
     completion = getattr(usage, "completion_tokens", None) or 0
     if not (prompt or completion):
         return None
-    return Usage(input_tokens=prompt, output_tokens=completion)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return Usage(input_tokens=prompt, output_tokens=completion, cached_input_tokens=cached or 0)
 
 
 def _groq_usage(chunk: Any) -> Usage | None:

@@ -297,7 +297,9 @@ def _usage(raw: dict[str, Any]) -> Usage | None:
     completion = raw.get("completion_tokens") or 0
     if not (prompt or completion):
         return None
-    return Usage(input_tokens=prompt, output_tokens=completion)
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(input_tokens=prompt, output_tokens=completion, cached_input_tokens=cached or 0)
 
 
 async def _http_error(response: aiohttp.ClientResponse) -> ModelError:

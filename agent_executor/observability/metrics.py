@@ -172,6 +172,12 @@ class Metrics:
         self.llm_tokens = Counter(
             f"{_PREFIX}llm_tokens_total", "Tokens by model and type.", ["model", "type"], registry=r
         )
+        self.llm_cost = Counter(
+            f"{_PREFIX}llm_cost_usd",
+            "What model calls cost in US dollars, by model (calls of unknown price not counted).",
+            ["model"],
+            registry=r,
+        )
 
     def _add_history_metrics(self, r: CollectorRegistry) -> None:
         self.history_compressions = Counter(
@@ -256,6 +262,7 @@ class Metrics:
             self.llm_tokens.labels(name, kind)
         self.llm_retries.labels(name)
         self.llm_duration.labels(name)
+        self.llm_cost.labels(name)
 
     def register_guard(self, name: str, codes: Iterable[str]) -> None:
         """Initialise a guard's rejection counters to 0."""

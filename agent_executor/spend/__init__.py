@@ -1,0 +1,6 @@
+"""Spend: what model calls cost (:class:`PriceTable`) and the limits that stop runaway
+spending. See docs/spend.md."""
+
+from .prices import Price, PriceTable, default_prices
+
+__all__ = ["Price", "PriceTable", "default_prices"]
