@@ -21,8 +21,13 @@ from agent_executor import (
     ModelRouter,
     handoff,
 )
-from agent_executor.orchestration import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
-from agent_executor.orchestration.group import HandoffStrategy
+from agent_executor.orchestration import (
+    AgentGroup,
+    AutoHandoff,
+    DirectHandoff,
+    HandoffStrategy,
+    HybridHandoff,
+)
 from agent_executor.tools import Tool
 from agent_executor.tools.demo import DEMO_TOOLS
 
