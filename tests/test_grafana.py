@@ -35,6 +35,11 @@ FILTER_VARIABLES = ("instance", "mode", "tool")
 TARGET_LABELS = frozenset({"instance", "job"})
 PROMETHEUS_SERIES = {"up": TARGET_LABELS}
 SEVERITIES = {"critical", "warning", "info"}
+# Metrics not on the dashboard yet, and why: a panel whose query can return no data in
+# tests/test_prometheus.py's service waits for the CLI to serve what records them.
+NOT_ON_THE_DASHBOARD_YET = {
+    "agent_executor_flow_node_runs": "flows cannot be served from the CLI yet (--flows)",
+}
 
 # ------------------------------------------------------------------ loading
 
@@ -106,13 +111,21 @@ _KEYWORDS = {"bool", "and", "or", "unless", "offset", "inf", "nan"}
 _RATE_RE = re.compile(r"\b(?:rate|irate|increase)\s*\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)")
 
 
-@cache
-def exposed_series() -> dict[str, frozenset[str]]:
-    """Sample name → label names of a fresh registry's metrics (one model and one guard
-    registered, so their labelled metrics have samples too)."""
+def _registered_metrics() -> Metrics:
     metrics = Metrics(CollectorRegistry())
     metrics.register_model("model")
     metrics.register_guard("guard", ["invalid_input"])
+    metrics.register_handoff("agent")
+    metrics.register_group("group", ["agent"])
+    metrics.register_flow("flow", ["node"])
+    return metrics
+
+
+@cache
+def exposed_series() -> dict[str, frozenset[str]]:
+    """Sample name → label names of a fresh registry's metrics (one model, guard, handoff,
+    group and flow registered, so their labelled metrics have samples too)."""
+    metrics = _registered_metrics()
     labels: dict[str, set[str]] = {}
     for family in metrics.registry.collect():
         for sample in family.samples:
@@ -123,9 +136,7 @@ def exposed_series() -> dict[str, frozenset[str]]:
 @cache
 def series_types() -> dict[str, str]:
     """Sample name → type of the family it belongs to."""
-    metrics = Metrics(CollectorRegistry())
-    metrics.register_model("model")
-    metrics.register_guard("guard", ["invalid_input"])
+    metrics = _registered_metrics()
     return {
         sample.name: family.type
         for family in metrics.registry.collect()
@@ -257,6 +268,7 @@ def test_rows_cover_every_area_of_the_service() -> None:
         "Guards and hooks",
         "LLM",
         "Memory",
+        "Orchestration",
     ]
 
 
@@ -329,9 +341,11 @@ def test_the_dashboard_shows_every_metric_of_spec_section_6() -> None:
         if family.name.startswith("agent_executor_")
     }
 
-    for family in families:
+    for family in families - NOT_ON_THE_DASHBOARD_YET.keys():
         suffixes = ("", "_total", "_bucket", "_sum", "_count")
         assert any(family + suffix in used for suffix in suffixes), family
+    assert NOT_ON_THE_DASHBOARD_YET.keys() <= families  # an exception for a metric that exists
+    assert not NOT_ON_THE_DASHBOARD_YET.keys() & used  # and is not on the dashboard
 
 
 def test_the_problem_finder_finds_problems() -> None:

@@ -9,11 +9,14 @@ it is missing, a failure in CI (``CI=true``; ``.ci/run`` installs it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import math
 import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +29,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from .fakes.openai_server import FakeOpenAIServer, Response, Stream, tool_call_stream
 from .server_helpers import free_port, service_process
 from .test_grafana import (
     ALERTS,
@@ -151,6 +155,48 @@ def run_prometheus(config: Path, tmp: Path) -> Iterator[str]:
                 process.wait()
 
 
+@contextmanager
+def fake_model(*responses: Response) -> Iterator[FakeOpenAIServer]:
+    """A scripted OpenAI-compatible server on its own event loop in a thread (the stack is
+    built synchronously, and the traffic's ``asyncio.run`` holds the main thread)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
+    thread.start()
+    fake = FakeOpenAIServer()
+    try:
+        asyncio.run_coroutine_threadsafe(fake.start(), loop).result(10)
+        fake.script(*responses)
+        yield fake
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+def agents_file(tmp: Path, fake: FakeOpenAIServer) -> Path:
+    """The service's agents: ``assistant`` (the default: demo model, the ``--tools``), a
+    ``triage`` agent on the fake model that hands over to ``billing``, and ``desk``, a group
+    of two demo agents taking one round each."""
+    path = tmp / "agents.json"
+    config = {
+        "agents": {
+            "assistant": {},
+            "triage": {
+                "model": "openai/triage-mini",
+                "api_base": fake.base_url,
+                "tools": [],
+                "handoffs": ["billing"],
+            },
+            "billing": {"tools": []},
+            "researcher": {"tools": []},
+        },
+        "groups": {"desk": {"agents": ["researcher", "billing"]}},
+    }
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
 def _get(url: str) -> int | None:
     try:
         return httpx.get(url, timeout=1).status_code
@@ -274,6 +320,23 @@ async def drive_traffic(base: str) -> None:
         statuses = [call["status"] for call in results[6]["tool_calls"]]
         assert statuses == ["timeout"]
 
+        # Orchestration: a handoff (triage's fake model calls transfer_to_billing) and a group
+        # of two agents (a round each).
+        response = await client.post(
+            "/api/chat/stream",
+            json={"message": "Was invoice 42 paid?", "agent": "triage", "events": "json"},
+            headers=user("handoff"),
+        )
+        assert response.status_code == 200, response.text
+        kinds = [line[7:] for line in response.text.splitlines() if line.startswith("event: ")]
+        assert kinds[:3] == ["tool_start", "tool_end", "agent_selected"], kinds
+        assert kinds[-1] == "done", kinds
+        group = await client.post(
+            "/api/chat", json={"message": "hello", "agent": "desk"}, headers=user("group")
+        )
+        assert group.status_code == 200, group.text
+        assert group.headers["X-Agent"] == "desk"
+
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     return {
@@ -289,31 +352,35 @@ def value(text: str, name: str, **labels: str) -> float:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """The service (demo model, failing tools, 5/minute rate limit, 2 permits) scraped every
-    second by a real Prometheus, after traffic of every kind and two scrapes since."""
+    """The service (the agents of :func:`agents_file`: demo model, failing tools, a handoff, a
+    group; 5/minute rate limit, 2 permits) scraped every second by a real Prometheus, after
+    traffic of every kind and two scrapes since."""
     require("prometheus")
     require("promtool")
     tmp = tmp_path_factory.mktemp("prometheus")
-    options = ("--tools", "tests/obs_tools.py", "--rate-limit", "5/minute")
-    options += ("--max-concurrency", "2")
-    with service_process(*options, env={"LOG_LEVEL": "WARNING"}) as (_, service):
+    handing_over = Stream(tool_call_stream([("call_1", "transfer_to_billing", {})]))
+    with contextlib.ExitStack() as parts:
+        fake = parts.enter_context(fake_model(handing_over))
+        options = ("--agents", str(agents_file(tmp, fake)), "--tools", "tests/obs_tools.py")
+        options += ("--rate-limit", "5/minute", "--max-concurrency", "2")
+        _, service = parts.enter_context(service_process(*options, env={"LOG_LEVEL": "WARNING"}))
         config = prometheus_config_for(tmp, service.removeprefix("http://"), scrape_interval="1s")
-        with run_prometheus(config, tmp) as prometheus:
-            _wait_until(lambda: last_scrape(prometheus) is not None, 15, "no scrape of the service")
-            asyncio.run(drive_traffic(service))
+        prometheus = parts.enter_context(run_prometheus(config, tmp))
+        _wait_until(lambda: last_scrape(prometheus) is not None, 15, "no scrape of the service")
+        asyncio.run(drive_traffic(service))
 
-            def settled() -> bool:
-                text = httpx.get(f"{service}/metrics", timeout=5).text
-                return (
-                    value(text, "agent_executor_sse_disconnects_total") >= 1
-                    and value(text, "agent_executor_in_flight_requests") == 0
-                    and value(text, "agent_executor_sse_streams_active") == 0
-                )
+        def settled() -> bool:
+            text = httpx.get(f"{service}/metrics", timeout=5).text
+            return (
+                value(text, "agent_executor_sse_disconnects_total") >= 1
+                and value(text, "agent_executor_in_flight_requests") == 0
+                and value(text, "agent_executor_sse_streams_active") == 0
+            )
 
-            _wait_until(settled, 10, "the runs did not finish")
-            metrics_text = httpx.get(f"{service}/metrics", timeout=5).text
-            wait_for_scrapes_after(prometheus, time.time(), 2, 10)
-            yield Stack(service, prometheus, metrics_text)
+        _wait_until(settled, 10, "the runs did not finish")
+        metrics_text = httpx.get(f"{service}/metrics", timeout=5).text
+        wait_for_scrapes_after(prometheus, time.time(), 2, 10)
+        yield Stack(service, prometheus, metrics_text)
 
 
 def test_the_traffic_reached_every_path(stack: Stack) -> None:
@@ -339,6 +406,9 @@ def test_the_traffic_reached_every_path(stack: Stack) -> None:
     at_least_one("agent_executor_sse_disconnects_total")
     at_least_one("agent_executor_llm_requests_total", model="demo", outcome="success")
     at_least_one("agent_executor_llm_tokens_total", model="demo", type="output")
+    at_least_one("agent_executor_handoffs_total", agent="billing")
+    for agent in ("researcher", "billing"):
+        at_least_one("agent_executor_group_rounds_total", group="desk", agent=agent)
     assert value(text, "agent_executor_queued_requests") == 0
 
 

@@ -5,6 +5,7 @@ Each case starts the real service process (``python -m server``) as an operator 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -169,3 +170,22 @@ def test_a_tools_module_that_is_not_there_says_where_it_looked(tmp_path: Path) -
 
     assert "cannot import tools from 'no_such_tools_module'" in line
     assert str(ROOT) in line
+
+
+@pytest.mark.parametrize(
+    ("agents", "message"),
+    [
+        ({"a": {"handoffs": ["b"]}}, "agent 'a': handoffs names 'b', which is not one of"),
+        ({"a": {"agent_tools": ["a"]}}, "agent 'a' names itself in 'agent_tools'"),
+    ],
+)
+def test_an_agents_file_naming_an_unknown_agent_or_itself_is_refused(
+    tmp_path: Path, agents: dict[str, object], message: str
+) -> None:
+    path = tmp_path / "agents.json"
+    path.write_text(json.dumps({"agents": agents}), encoding="utf-8")
+
+    line = _refused(_serve("--port", "0", "--agents", str(path)))
+
+    assert line.startswith(f"agent-executor: --agents {path}: ")
+    assert message in line

@@ -1,4 +1,5 @@
-"""The ``--agents`` file: several named agents, the default one and an optional router.
+"""The ``--agents`` file: several named agents, the default one and an optional router; each
+agent's handoffs and agents-as-tools, and groups of the agents.
 
 Each agent's model settings fall back to the flags and environment (:class:`ServeConfig`).
 """
@@ -9,14 +10,30 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..schemas import describe_validation_error
 from .errors import CliError
 
-__all__ = ["AgentSpec", "AgentsFile", "ModelSpec", "RouterSpec", "load_agents_file"]
+__all__ = [
+    "AgentSpec",
+    "AgentsFile",
+    "GroupSpec",
+    "ModelSpec",
+    "ModeratorSpec",
+    "RouterSpec",
+    "load_agents_file",
+]
 
 _AGENT_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -59,6 +76,46 @@ class AgentSpec(ModelSpec):
     model: _NonEmpty | None = None
     tools: list[_NonEmpty] | None = None
     mcp: bool = False
+    handoffs: list[_NonEmpty] = Field(default_factory=list)
+    """Agents this one may hand the conversation over to (``transfer_to_<name>`` tools)."""
+    agent_tools: list[_NonEmpty] = Field(default_factory=list)
+    """Agents this one may call as tools (``<name>``, one ``input``)."""
+
+
+class ModeratorSpec(ModelSpec):
+    """The model of a group's moderator (``auto``, ``hybrid``); ``model`` defaults to the
+    flags' model."""
+
+    model: _NonEmpty | None = None
+
+
+class GroupSpec(BaseModel):
+    """A group of agents of the file, served by its name like an agent."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    agents: list[_NonEmpty] = Field(min_length=1)
+    strategy: Literal["direct", "auto", "hybrid"] = "direct"
+    cycle: bool = False
+    moderator: ModeratorSpec | None = None
+    next: dict[str, _NonEmpty] = Field(default_factory=dict)
+    max_rounds: int = Field(default=5, ge=1)
+    termination: _NonEmpty | None = "TERMINATE"
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _strategy_options(self) -> GroupSpec:
+        if len(set(self.agents)) != len(self.agents):
+            raise ValueError("an agent appears twice in 'agents'")
+        if self.cycle and self.strategy != "direct":
+            raise ValueError("'cycle' is for the direct strategy only")
+        if self.moderator is not None and self.strategy == "direct":
+            raise ValueError("the direct strategy has no moderator")
+        if self.next and self.strategy != "hybrid":
+            raise ValueError("'next' is for the hybrid strategy only")
+        if self.strategy == "hybrid" and not self.next:
+            raise ValueError('the hybrid strategy needs \'next\' ({"agent": "its successor"})')
+        return self
 
 
 class AgentsFile(BaseModel):
@@ -69,23 +126,55 @@ class AgentsFile(BaseModel):
     default: str | None = None
     router: RouterSpec | None = None
     agents: dict[str, AgentSpec] = Field(min_length=1)
+    groups: dict[str, GroupSpec] = Field(default_factory=dict)
 
-    @field_validator("agents")
+    @field_validator("agents", "groups")
     @classmethod
-    def _names(cls, agents: dict[str, AgentSpec]) -> dict[str, AgentSpec]:
-        for name in agents:
+    def _names(cls, named: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        what = "agent" if info.field_name == "agents" else "group"
+        for name in named:
             if not _AGENT_NAME_RE.fullmatch(name):
                 raise ValueError(
-                    f"invalid agent name {name[:80]!r}: use 1 to 64 letters, digits, '_' or '-'"
+                    f"invalid {what} name {name[:80]!r}: use 1 to 64 letters, digits, '_' or '-'"
                 )
-        return agents
+        return named
 
     @model_validator(mode="after")
-    def _default_is_an_agent(self) -> AgentsFile:
-        if self.default is not None and self.default not in self.agents:
+    def _names_refer_to_agents(self) -> AgentsFile:
+        agents = list(self.agents)
+        known = ", ".join(agents)
+        for name, agent in self.agents.items():
+            for key, others in (("handoffs", agent.handoffs), ("agent_tools", agent.agent_tools)):
+                for other in others:
+                    if other == name:
+                        raise ValueError(f"agent {name!r} names itself in {key!r}")
+                    if other not in self.agents:
+                        raise ValueError(
+                            f"agent {name!r}: {key} names {other!r}, which is not one of the "
+                            f"agents: {known}"
+                        )
+                if len(set(others)) != len(others):
+                    raise ValueError(f"agent {name!r}: an agent appears twice in {key!r}")
+        for name, group in self.groups.items():
+            if name in self.agents:
+                raise ValueError(f"group {name!r} has the name of an agent")
+            members = set(group.agents)
+            for member in group.agents:
+                if member not in self.agents:
+                    raise ValueError(
+                        f"group {name!r} names {member!r}, which is not one of the agents: {known}"
+                    )
+            for source, target in group.next.items():
+                for one in (source, target):
+                    if one not in members:
+                        raise ValueError(
+                            f"group {name!r}: next names {one!r}, which is not one of its agents: "
+                            + ", ".join(group.agents)
+                        )
+        if self.default is not None and self.default not in {*self.agents, *self.groups}:
             raise ValueError(
                 f"default agent {self.default!r} is not one of the agents: "
-                + ", ".join(self.agents)
+                + ", ".join([*self.agents, *self.groups])
             )
         return self
 
@@ -96,27 +185,31 @@ def load_agents_file(path: str, env: Mapping[str, str], *, mcp: bool) -> AgentsF
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise CliError(f"cannot read the agents file: {exc}") from None
+        raise CliError(f"--agents: cannot read the agents file: {exc}") from None
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise CliError(f"{path}: not valid JSON: {exc}") from None
+        raise CliError(f"--agents {path}: not valid JSON: {exc}") from None
     except ValueError as exc:
-        raise CliError(f"{path}: {exc}") from None
+        raise CliError(f"--agents {path}: {exc}") from None
     if not isinstance(data, dict):
-        raise CliError(f"{path}: expected a JSON object with an 'agents' object")
+        raise CliError(f"--agents {path}: expected a JSON object with an 'agents' object")
     try:
         config = AgentsFile.model_validate(data)
     except ValidationError as exc:
-        raise CliError(f"{path}: {describe_validation_error(exc)}") from None
+        raise CliError(f"--agents {path}: {describe_validation_error(exc)}") from None
     with_mcp = [name for name, agent in config.agents.items() if agent.mcp]
     if with_mcp and not mcp:
         raise CliError(
-            f'{path}: agent {with_mcp[0]!r} has "mcp": true, but no --mcp CONFIG.json is given'
+            f'--agents {path}: agent {with_mcp[0]!r} has "mcp": true, '
+            "but no --mcp CONFIG.json is given"
         )
     if mcp and not with_mcp:
         raise CliError(f'--mcp is given, but no agent of {path} has "mcp": true')
-    return _with_keys(config, env)
+    try:
+        return _with_keys(config, env)
+    except CliError as exc:
+        raise CliError(f"--agents {path}: {exc}") from None
 
 
 def _with_keys(config: AgentsFile, env: Mapping[str, str]) -> AgentsFile:
@@ -132,7 +225,22 @@ def _with_keys(config: AgentsFile, env: Mapping[str, str]) -> AgentsFile:
         router = router.model_copy(
             update={"api_key": router.key(env, "router"), "api_key_env": None}
         )
-    return config.model_copy(update={"agents": agents, "router": router})
+    groups = {
+        name: group.model_copy(
+            update={
+                "moderator": group.moderator.model_copy(
+                    update={
+                        "api_key": group.moderator.key(env, f"group {name!r}: moderator"),
+                        "api_key_env": None,
+                    }
+                )
+            }
+        )
+        if group.moderator is not None
+        else group
+        for name, group in config.groups.items()
+    }
+    return config.model_copy(update={"agents": agents, "router": router, "groups": groups})
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 from yarl import URL
 
 from agent_executor import AgentRouter, ChatModel, DemoModel, ModelRouter
+from agent_executor.orchestration import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
 
 from .build import Service
 from .config import ServeConfig
@@ -40,6 +41,9 @@ def announce(service: Service, config: ServeConfig, addresses: Sequence[Any]) ->
             else "none, requests without 'agent' go to the default",
         )
         for name, executor in agents.agents.items():
+            if isinstance(executor, AgentGroup):
+                logger.info("group %s (%s)", name, _describe_group(executor))
+                continue
             logger.info(
                 "agent %s (model: %s; tools: %s)",
                 name,
@@ -99,6 +103,19 @@ def _redacted(url: str) -> str:
     """``url`` without its password."""
     parsed = URL(url)
     return str(parsed.with_password("***")) if parsed.password else url
+
+
+def _describe_group(group: AgentGroup) -> str:
+    strategy = group.strategy
+    auto = strategy.auto if isinstance(strategy, HybridHandoff) else strategy
+    how = {DirectHandoff: "direct", AutoHandoff: "auto", HybridHandoff: "hybrid"}.get(
+        type(strategy), type(strategy).__name__
+    )
+    if isinstance(strategy, DirectHandoff) and strategy.cycle:
+        how += ", cycling"
+    if isinstance(auto, AutoHandoff):
+        how += f", moderator: {_describe(auto.moderator.model)}"
+    return f"strategy: {how}; agents: {', '.join(group.agents)}; max rounds: {group.max_rounds}"
 
 
 def _describe(model: ChatModel) -> str:

@@ -13,13 +13,27 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from agent_executor import AgentExecutor, AgentRouter, ChatModel, ConfigurationError, ModelRouter
+from agent_executor import (
+    AgentExecutor,
+    AgentRouter,
+    ChatModel,
+    ConfigurationError,
+    ModelRouter,
+    handoff,
+)
+from agent_executor.orchestration import (
+    AgentGroup,
+    AutoHandoff,
+    DirectHandoff,
+    HandoffStrategy,
+    HybridHandoff,
+)
 from agent_executor.tools import Tool
 from agent_executor.tools.demo import DEMO_TOOLS
 
 from ..app import create_app
 from ..settings import Settings
-from .agents_file import AgentsFile
+from .agents_file import AgentsFile, GroupSpec
 from .config import ServeConfig
 from .errors import CliError
 from .parts import SharedParts, chat_model, shared_parts
@@ -151,7 +165,9 @@ def _agent_router(
     own_tools: Mapping[str, Sequence[Tool]],
     mcp_tools: Sequence[Tool],
 ) -> AgentRouter:
-    """One executor per agent, all sharing the :class:`SharedParts` and the limits."""
+    """One executor per agent, all sharing the :class:`SharedParts` and the limits; then each
+    agent's handoffs and agents-as-tools (once all exist: they may refer to each other), then
+    the groups, served by name beside the agents."""
     executors: dict[str, AgentExecutor] = {}
     for name, agent in agents_file.agents.items():
         what = f"agent {name!r}"
@@ -169,6 +185,19 @@ def _agent_router(
             )
         except ConfigurationError as exc:
             raise CliError(f"{what}: {exc}") from None
+    for name, agent in agents_file.agents.items():
+        wired = [
+            *(handoff(executors[other]) for other in agent.handoffs),
+            *(executors[other].as_tool() for other in agent.agent_tools),
+        ]
+        if wired:
+            try:
+                executors[name].add_tools(*wired)
+            except ConfigurationError as exc:
+                raise CliError(f"agent {name!r}: {exc}") from None
+    served: dict[str, AgentExecutor] = dict(executors)
+    for name, group in agents_file.groups.items():
+        served[name] = _group(config, shared, name, group, executors)
     router, timeout = None, 10.0
     if agents_file.router is not None:
         spec = agents_file.router
@@ -176,4 +205,46 @@ def _agent_router(
             chat_model(config, spec.model, spec.api_base, spec.api_key, temperature=False)
         )
         timeout = spec.timeout
-    return AgentRouter(executors, default=agents_file.default, router=router, route_timeout=timeout)
+    return AgentRouter(served, default=agents_file.default, router=router, route_timeout=timeout)
+
+
+def _group(
+    config: ServeConfig,
+    shared: SharedParts,
+    name: str,
+    spec: GroupSpec,
+    executors: Mapping[str, AgentExecutor],
+) -> AgentGroup:
+    """A group of the file: its agents' executors, its strategy (the moderator on the flags'
+    model unless it names one), the service's guards, memory and limits."""
+    strategy: HandoffStrategy
+    if spec.strategy == "direct":
+        strategy = DirectHandoff(cycle=spec.cycle)
+    else:
+        moderator = spec.moderator
+        model = chat_model(
+            config,
+            moderator.model if moderator else None,
+            moderator.api_base if moderator else None,
+            moderator.api_key if moderator else None,
+            temperature=False,
+        )
+        strategy = (
+            AutoHandoff(model) if spec.strategy == "auto" else HybridHandoff(model, next=spec.next)
+        )
+    try:
+        return AgentGroup(
+            [executors[agent] for agent in spec.agents],
+            strategy=strategy,
+            max_rounds=spec.max_rounds,
+            termination=spec.termination,
+            name=name,
+            description=spec.description,
+            guards=shared.guards,
+            memory=shared.memory(name),
+            tool_results=shared.tool_results,
+            max_concurrency=config.max_concurrency,
+            request_timeout=config.request_timeout,
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"group {name!r}: {exc}") from None
