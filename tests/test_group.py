@@ -28,6 +28,7 @@ from agent_executor import (
     ErrorEvent,
     HybridHandoff,
     MessageEvent,
+    RateLimitGuard,
     ScriptedModel,
     ToolCallEvent,
     ToolResults,
@@ -515,3 +516,16 @@ async def test_a_groups_agent_calls_the_clients_tool_through_the_shared_results(
 
     assert text(events) == "Blue it is."
     assert model_of(picker).requests[-1].messages[-1].content == "blue"
+
+
+async def test_the_rate_limit_counts_the_users_request_once_not_each_round() -> None:
+    limit = RateLimitGuard("1/minute")
+    writer = named_agent("writer", ["Draft."], guards=[limit])
+    editor = named_agent("editor", ["Final."], guards=[limit])
+    team = group([writer, editor], guards=[limit])
+
+    first = await team.execute(AgentCommand(user_prompt="go", user_id="u"))
+    second = await team.execute(AgentCommand(user_prompt="again", user_id="u"))
+
+    assert first.success and first.content == "Draft.\n\nFinal."
+    assert second.error is not None and second.error.code == "rate_limited"

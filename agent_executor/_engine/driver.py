@@ -180,15 +180,18 @@ class Driver:
     async def _check_guards(self, run: RunState, *, rewritten: bool = False) -> None:
         """Run the guards in order; the first rejection ends the run with its code.
 
-        A command that a ``before_agent_start`` hook rewrote (its ``user_prompt``,
-        ``system_prompt`` or ``messages`` changed, by a returned copy or in place) is checked
-        again (``rewritten=True``), by the guards that judge its content only: a guard whose
-        ``checks_content`` attribute is false (``RateLimitGuard``, which counts requests and
-        has counted this one already) is skipped; a guard without the attribute is a content
+        A guard whose ``checks_content`` attribute is false (``RateLimitGuard``, which counts
+        requests) judges requests, not what they say; it is skipped, and the content guards
+        run again, in two cases: a command that a ``before_agent_start`` hook rewrote
+        (``rewritten=True``: its ``user_prompt``, ``system_prompt`` or ``messages`` changed,
+        by a returned copy or in place; the request was counted already), and a run nested in
+        another (an agent tool's call, a group's round, a flow's node: the user's request was
+        counted by the run it is nested in). A guard without the attribute is a content
         guard. The rejection of a rewritten command is the same as a direct one.
         """
+        skip_counters = rewritten or run.ctx.parent is not None
         for guard in self._guards:
-            if rewritten and not getattr(guard, "checks_content", True):
+            if skip_counters and not getattr(guard, "checks_content", True):
                 continue
             try:
                 await guard.check(run.ctx)

@@ -36,7 +36,8 @@ class Guard(Protocol):
     ``codes`` lists the error codes the guard may raise, so metrics can start them at 0. An
     optional ``checks_content`` attribute (default true) says whether the guard judges what
     the command says, and so runs again on a command rewritten by a ``before_agent_start``
-    hook; set it to ``False`` for guards that count or charge requests.
+    hook and on runs nested in another (an agent tool's call, a group's round); set it to
+    ``False`` for guards that count or charge requests, which judge only the user's request.
     """
 
     @property
