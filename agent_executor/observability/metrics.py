@@ -172,6 +172,15 @@ class Metrics:
         self.llm_tokens = Counter(
             f"{_PREFIX}llm_tokens_total", "Tokens by model and type.", ["model", "type"], registry=r
         )
+        self.budget_refusals = Counter(
+            f"{_PREFIX}budget_refusals",
+            "Runs stopped or refused by a spending limit: scope run (the run's own limits) or "
+            "user (the user's budget for the period).",
+            ["scope"],
+            registry=r,
+        )
+        for scope in ("run", "user"):
+            self.budget_refusals.labels(scope)
         self.llm_cost = Counter(
             f"{_PREFIX}llm_cost_usd",
             "What model calls cost in US dollars, by model (calls of unknown price not counted).",
