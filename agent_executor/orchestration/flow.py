@@ -34,7 +34,7 @@ from ..command import AgentCommand
 from ..errors import ConfigurationError, ErrorCode
 from ..events import AgentSelectedEvent, NodeEndEvent, NodeStartEvent, NodeStatus
 from ..executor import AgentExecutor
-from ..messages import AssistantMessage
+from ..messages import AssistantMessage, Usage
 from ..results import ToolCallRecord
 from ._orchestrated import Orchestrated, agent_runner
 from .flow_nodes import (
@@ -70,12 +70,14 @@ _OUTPUT_CHARS = 2000
 
 class _Paused(BaseModel):
     """What a paused flow keeps: the node that paused, the text it was given, the node runs
-    so far and the tool calls before."""
+    so far, the tool calls before and what the nodes before it spent (the resumed agent
+    reports what it spent before the pause again, with the rest)."""
 
     node: str
     input: str
     steps: int
     tool_calls: list[ToolCallRecord]
+    usage_before: Usage | None
 
 
 class Flow(Orchestrated):
@@ -172,6 +174,7 @@ class _Steps:
                 ErrorCode.INVALID_INPUT, f"the paused node {state.node!r} is not in this flow"
             )
         run.records.extend(state.tool_calls)
+        run.usage = state.usage_before
         await self._walk(run, node.name, state.input, state.steps, run.ctx.command.approvals)
 
     async def _walk(
@@ -229,6 +232,7 @@ class _Steps:
             else None,
             approvals=approvals,
         )
+        before = run.usage
         member = await run_member(run, agent_runner(agent), command, step=f"node-{node.name}")
         if member.error is not None:
             self._ended(run, node, "error", member.error.message)
@@ -239,7 +243,16 @@ class _Steps:
             )
         if member.finish_reason == "waiting_for_approval":
             self._ended(run, node, "waiting", "")
-            self._pause(run, node.name, text, steps)
+            self._pause(
+                run,
+                _Paused(
+                    node=node.name,
+                    input=text,
+                    steps=steps,
+                    tool_calls=list(run.records),
+                    usage_before=before,
+                ),
+            )
             return None
         output = "".join(member.texts)
         self._ended(run, node, "success", output)
@@ -265,15 +278,13 @@ class _Steps:
             )
         )
 
-    def _pause(self, run: RunState, name: str, text: str, steps: int) -> None:
+    def _pause(self, run: RunState, state: _Paused) -> None:
         run.finish_reason = "waiting_for_approval"
         run.paused = PendingRun(
             messages=list(run.new_messages),
             pending=[],
             usage=run.usage,
-            orchestration=_Paused(
-                node=name, input=text, steps=steps, tool_calls=list(run.records)
-            ).model_dump(mode="json"),
+            orchestration=state.model_dump(mode="json"),
         )
 
     def _answer(self, run: RunState, output: str, shown: bool) -> None:
