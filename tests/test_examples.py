@@ -172,3 +172,23 @@ def test_the_readme_embed_snippet_runs_and_reports_a_failed_run(tmp_path: Path) 
     assert "Sunny in Oslo" in demo.stdout
     assert failed.returncode == 0, failed.stderr
     assert failed.stderr.strip().splitlines()[-1].startswith("llm_error: ")
+
+
+@pytest.mark.timeout(90)
+def test_flow_example_routes_the_refund_to_the_refund_agent() -> None:
+    done = run_example("flow.py")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "[node triage (agent)]",
+        "  agent: triage",
+        "  streamed: The customer wants a refund for order 42.",
+        "  success, passes on: The customer wants a refund for order 42.",
+        "[node is_refund (filter)]",
+        "  success, passes on: The customer wants a refund for order 42.",
+        "[node refund (agent)]",
+        "  agent: refunds",
+        "  streamed: Refund for order 42 started.",
+        "  success, passes on: Refund for order 42 started.",
+        "done: stop",
+    ]
