@@ -80,7 +80,7 @@ def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path:
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
 
-    as_tool, handoff = outputs
+    as_tool, handoff, flow = outputs
     assert (
         "NestedEvent(agent='researcher', call_id='call_0', event=MessageEvent(text='Paris '))"
         in as_tool
@@ -90,6 +90,7 @@ def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path:
         "AgentSelectedEvent(agent='billing', selected_by='handoff', detail='from triage')"
         in handoff
     )
+    assert flow == "'A refund for order 42.\\n\\nRefunded 42.\\n\\nRefunded 42. -- Support'\n"
 
 
 def _load(name: str) -> ModuleType:
