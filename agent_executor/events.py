@@ -26,6 +26,8 @@ __all__ = [
     "ErrorEvent",
     "MessageEvent",
     "NestedEvent",
+    "NodeEndEvent",
+    "NodeStartEvent",
     "ReasoningEvent",
     "ToolCallEvent",
     "ToolEndEvent",
@@ -144,6 +146,32 @@ class NestedEvent:
     type: Literal["nested"] = field(default="nested", init=False, repr=False)
 
 
+NodeStatus = Literal["success", "error", "waiting"]
+"""How a flow's node ended: it gave its output, it failed, or its agent waits for a person."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStartEvent:
+    """A flow's node starts (``json`` mode only on the wire); ``kind`` is ``agent``,
+    ``model``, ``tool``, ``filter`` or ``function``."""
+
+    node: str
+    kind: str
+    type: Literal["node_start"] = field(default="node_start", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEndEvent:
+    """A flow's node ended (``json`` mode only on the wire): with its output (the text it
+    passes on, cut to 2,000 characters), failed, or paused the flow waiting for a person."""
+
+    node: str
+    kind: str
+    status: NodeStatus
+    output: str
+    type: Literal["node_end"] = field(default="node_end", init=False, repr=False)
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run failed; always followed by exactly one :class:`DoneEvent`."""
@@ -178,6 +206,8 @@ AgentEvent = Annotated[
     | ApprovalRequiredEvent
     | AgentSelectedEvent
     | NestedEvent
+    | NodeStartEvent
+    | NodeEndEvent
     | ErrorEvent
     | DoneEvent,
     Field(discriminator="type"),

@@ -128,6 +128,12 @@ class Usage(BaseModel):
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    def __repr_args__(self) -> Any:
+        """The repr leaves out what serialisation leaves out."""
+        for name, value in super().__repr_args__():
+            if (name, value) not in (("cost_usd", None), ("cached_input_tokens", 0)):
+                yield name, value
+
     def __add__(self, other: Usage) -> Usage:
         cost = None
         if self.cost_usd is not None and other.cost_usd is not None:

@@ -226,6 +226,8 @@ _SSE_EVENT: dict[str, Any] = {
                 "approval_required",
                 "agent_selected",
                 "nested",
+                "node_start",
+                "node_end",
                 "error",
                 "done",
             ]

@@ -80,7 +80,7 @@ def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path:
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
 
-    as_tool, handoff, group, *_ = outputs
+    as_tool, handoff, group, flow = outputs
     assert (
         "NestedEvent(agent='researcher', call_id='call_0', event=MessageEvent(text='Paris '))"
         in as_tool
@@ -96,6 +96,7 @@ def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path:
     assert selected.format("editor", 2, "next in order") in lines
     assert "MessageEvent(text='\\n\\n')" in lines
     assert lines[-1].startswith("DoneEvent(finish_reason='stop'")
+    assert flow == "'A refund for order 42.\\n\\nRefunded 42.\\n\\nRefunded 42. -- Support'\n"
 
 
 def _load(name: str) -> ModuleType:
@@ -178,3 +179,23 @@ def test_the_readme_embed_snippet_runs_and_reports_a_failed_run(tmp_path: Path) 
     assert "Sunny in Oslo" in demo.stdout
     assert failed.returncode == 0, failed.stderr
     assert failed.stderr.strip().splitlines()[-1].startswith("llm_error: ")
+
+
+@pytest.mark.timeout(90)
+def test_flow_example_routes_the_refund_to_the_refund_agent() -> None:
+    done = run_example("flow.py")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "[node triage (agent)]",
+        "  agent: triage",
+        "  streamed: The customer wants a refund for order 42.",
+        "  success, passes on: The customer wants a refund for order 42.",
+        "[node is_refund (filter)]",
+        "  success, passes on: The customer wants a refund for order 42.",
+        "[node refund (agent)]",
+        "  agent: refunds",
+        "  streamed: Refund for order 42 started.",
+        "  success, passes on: Refund for order 42 started.",
+        "done: stop",
+    ]

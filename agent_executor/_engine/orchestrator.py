@@ -33,6 +33,7 @@ __all__ = [
     "conduct",
     "member_session",
     "run_member",
+    "say",
 ]
 
 RunAgent = Callable[[AgentCommand, Mode, Emit, Caller], Awaitable[RunState]]
@@ -123,6 +124,13 @@ async def run_member(
     if member.finish_reason == "waiting_for_approval" and member.error is None:
         run.approvals.requested.extend(member.approvals.requested)
     return member
+
+
+def say(run: RunState, text: str) -> None:
+    """Text of the run's own (a flow's function output ending it) into its stream, set apart
+    from the text before as a member's is."""
+    if text:
+        _Relay(run)(MessageEvent(text))
 
 
 class _Relay:

@@ -5,7 +5,8 @@ writes, as a run nested in the calling one: its events stream inside the caller'
 (:class:`~agent_executor.events.NestedEvent`), its usage adds up, cancellation reaches it.
 :func:`handoff` (a :class:`Handoff`) lets the model give the rest of the conversation to
 another agent, whose prompt, model and tools take over the same run. An :class:`AgentGroup`
-lets agents take turns on one task, round by round. See ``docs/orchestration.md``.
+lets agents take turns on one task, round by round; a :class:`Flow` runs nodes (agents,
+model calls, tools, filters, functions) along edges. See ``docs/orchestration.md``.
 """
 
 from importlib import import_module
@@ -15,6 +16,17 @@ from .agent_tool import MAX_DEPTH, AgentTool, AgentToolError, SessionPolicy
 from .handoff import MAX_HANDOFFS, Handoff, HandoffRefused, handoff
 
 if TYPE_CHECKING:
+    from .flow import (
+        AgentNode,
+        Edge,
+        FilterNode,
+        Flow,
+        FunctionNode,
+        ModelNode,
+        Node,
+        Setting,
+        ToolNode,
+    )
     from .group import (
         TERMINATE,
         AgentGroup,
@@ -31,12 +43,27 @@ _GROUP_NAMES = (
     "AgentGroup",
     "AutoHandoff",
     "DirectHandoff",
+    "Edge",
+    "FilterNode",
+    "Flow",
+    "FunctionNode",
     "GroupPlan",
     "HandoffStrategy",
     "HybridHandoff",
     "Said",
 )
-_LATER = dict.fromkeys(_GROUP_NAMES, "group")
+_FLOW_NAMES = (
+    "AgentNode",
+    "Edge",
+    "FilterNode",
+    "Flow",
+    "FunctionNode",
+    "ModelNode",
+    "Node",
+    "Setting",
+    "ToolNode",
+)
+_LATER = dict.fromkeys(_GROUP_NAMES, "group") | dict.fromkeys(_FLOW_NAMES, "flow")
 """Names of the modules that build on ``AgentExecutor`` (groups, flows), loaded when first
 asked for: ``AgentExecutor`` imports this package's tools, so they cannot load with it."""
 
@@ -53,16 +80,25 @@ __all__ = [
     "MAX_HANDOFFS",
     "TERMINATE",
     "AgentGroup",
+    "AgentNode",
     "AgentTool",
     "AgentToolError",
     "AutoHandoff",
     "DirectHandoff",
+    "Edge",
+    "FilterNode",
+    "Flow",
+    "FunctionNode",
     "GroupPlan",
     "Handoff",
     "HandoffRefused",
     "HandoffStrategy",
     "HybridHandoff",
+    "ModelNode",
+    "Node",
     "Said",
     "SessionPolicy",
+    "Setting",
+    "ToolNode",
     "handoff",
 ]

@@ -36,6 +36,7 @@ from ..settings import Settings
 from .agents_file import AgentsFile, GroupSpec
 from .config import ServeConfig
 from .errors import CliError
+from .flows_file import build_flows
 from .parts import SharedParts, chat_model, shared_parts
 from .tools import agent_tools, load_tools
 
@@ -124,7 +125,49 @@ def _assemble(
         if own.single is None and not config.mcp_config:
             tools = list(DEMO_TOOLS)
         agents = _executor(config, shared, chat_model(config), tools)
+    if config.flows is not None:
+        agents = _with_flows(config, shared, agents, own, mcp_tools)
     return Service(settings, agents, create_app(agents, settings), shared)
+
+
+def _with_flows(
+    config: ServeConfig,
+    shared: SharedParts,
+    agents: AgentExecutor | AgentRouter,
+    own: _OwnTools,
+    mcp_tools: Sequence[Tool],
+) -> AgentRouter:
+    """The agents and the flows of ``--flows`` in one router, so both are served by name;
+    the flows' tools are those of ``--tools`` (the demo tools without it) and MCP's."""
+    assert config.flows is not None
+    served = dict(agents.agents) if isinstance(agents, AgentRouter) else {"default": agents}
+    if own.single is not None:
+        tools = list(own.single)
+    else:
+        tools = load_tools(config.tool_modules) if config.tool_modules else list(DEMO_TOOLS)
+    flows = build_flows(
+        config.flows,
+        served,
+        {tool.name: tool for tool in [*tools, *mcp_tools]},
+        lambda model: chat_model(config, model),
+        lambda name, description: {
+            "name": name,
+            "description": description,
+            "guards": shared.guards,
+            "memory": shared.memory(name),
+            "max_concurrency": config.max_concurrency,
+            "request_timeout": config.request_timeout,
+            "tool_results": shared.tool_results,
+        },
+    )
+    if isinstance(agents, AgentRouter):
+        return AgentRouter(
+            {**served, **flows},
+            default=agents.default,
+            router=agents.router,
+            route_timeout=agents.route_timeout,
+        )
+    return AgentRouter({**served, **flows}, default="default")
 
 
 def _executor(

@@ -19,6 +19,7 @@ from agent_executor.models import ModelClient
 from ..settings import Settings
 from .agents_file import AgentsFile, load_agents_file
 from .errors import CliError
+from .flows_file import FlowsFile, load_flows_file
 
 __all__ = ["GC_THRESHOLD", "Environ", "ServeConfig", "read_api_keys", "split_list"]
 
@@ -56,6 +57,7 @@ class ServeConfig:
     tool_modules: tuple[str, ...] | None = None  # --tools, AGENT_TOOLS (None: not configured)
     mcp_config: str | None = None  # --mcp
     agents: AgentsFile | None = None  # --agents (the file, read)
+    flows: FlowsFile | None = None  # --flows (the file, read)
     system_prompt: str | None = None  # --system-prompt
     max_concurrency: int = 16  # --max-concurrency
     request_timeout: float = 300.0  # --request-timeout
@@ -100,6 +102,7 @@ class ServeConfig:
             tool_modules=split_list(tools) if tools else None,
             mcp_config=args.mcp,
             agents=load_agents_file(args.agents, env, mcp=bool(args.mcp)) if args.agents else None,
+            flows=load_flows_file(args.flows) if args.flows else None,
             system_prompt=args.system_prompt,
             max_concurrency=args.max_concurrency,
             request_timeout=args.request_timeout,

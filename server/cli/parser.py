@@ -108,6 +108,12 @@ def _agent_flags(add: _Add) -> None:
         help="several named agents (own system prompt, tools, model) and an optional router "
         "picking one per request; the other flags are their defaults (see docs/tools.md)",
     )
+    add(
+        "--flows",
+        metavar="FLOWS.json",
+        help="flows (agents, model calls, tools and filters joined by edges) served by name "
+        "next to the agents; JSON, or YAML for .yaml/.yml (see docs/orchestration.md)",
+    )
     add("--system-prompt", help="default system prompt")
     limits = (
         ("--max-concurrency", int, _DEFAULT.max_concurrency, "runs at once"),

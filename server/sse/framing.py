@@ -21,6 +21,8 @@ from agent_executor import (
     ErrorEvent,
     MessageEvent,
     NestedEvent,
+    NodeEndEvent,
+    NodeStartEvent,
     ReasoningEvent,
     ToolCallEvent,
     ToolEndEvent,
@@ -48,6 +50,8 @@ SSE_HEADERS = {
 HEARTBEAT = b": heartbeat\n\n"
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_JSON_ONLY = frozenset({AgentSelectedEvent, NestedEvent, NodeStartEvent, NodeEndEvent})
+"""Events a ``text``-mode stream leaves out: who speaks, nested runs, a flow's nodes."""
 
 
 def frame(event: str, data: str, event_id: int) -> bytes:
@@ -109,6 +113,15 @@ def _json_fields(event: AgentEvent) -> dict[str, Any]:
         }
     if isinstance(event, AgentSelectedEvent):
         return {"agent": event.agent, "selected_by": event.selected_by, "detail": event.detail}
+    if isinstance(event, NodeStartEvent):
+        return {"node": event.node, "kind": event.kind}
+    if isinstance(event, NodeEndEvent):
+        return {
+            "node": event.node,
+            "kind": event.kind,
+            "status": event.status,
+            "output": event.output,
+        }
     if isinstance(event, NestedEvent):
         inner = event.event
         nested = {"type": inner.type, **_json_fields(inner)}
@@ -156,7 +169,7 @@ class AgentEventEncoder:
         if self._mode == "text":
             if type(event) is MessageEvent:
                 return frame("message", event.text, event_id)
-            if type(event) is AgentSelectedEvent or type(event) is NestedEvent:
+            if type(event) in _JSON_ONLY:
                 self._next_id = event_id  # json mode only: a nested agent's text is not ours
                 return b""
         return frame(event.type, encode_data(event, self._mode), event_id)
