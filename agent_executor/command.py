@@ -37,6 +37,8 @@ class AgentCommand(BaseModel):
     limit for this run; ``model_params`` are passed to the model (temperature, ...).
     ``client_tools`` are tools the client runs itself for this run; ``approvals`` resume a run
     of this session that is waiting for approval (``user_prompt`` may then be empty).
+    ``max_input_tokens``, ``max_output_tokens`` and ``max_cost_usd`` limit what this run may
+    spend, below the executor's own limits (the lower of the two counts; see docs/spend.md).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -52,3 +54,6 @@ class AgentCommand(BaseModel):
     response_format: Any = "text"
     client_tools: list[ClientTool] = Field(default_factory=list)
     approvals: list[Approval] | None = None
+    max_input_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)

@@ -53,6 +53,7 @@ class ErrorCode(str, Enum):
     OUTPUT_BLOCKED = "output_blocked"
     UNAVAILABLE = "unavailable"
     INVALID_PLAN = "invalid_plan"
+    BUDGET_EXCEEDED = "budget_exceeded"
 
 
 class AgentExecutorError(Exception):

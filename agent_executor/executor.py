@@ -66,6 +66,10 @@ class AgentExecutor:
     ``ReasoningEvent``, no ``AgentResult.reasoning``); what the provider needs back of it on
     the next turn still goes back. ``prices`` turns tokens into ``usage.cost_usd`` (default:
     litellm's model cost map, see :class:`~agent_executor.spend.PriceTable`).
+    ``max_input_tokens``, ``max_output_tokens`` and ``max_cost_usd`` bound what one run may
+    spend (summed over its model calls; a command may set lower ones): a run that would pass
+    one is stopped with ``finish_reason="budget"`` and a ``budget_exceeded`` error, keeping its
+    whole turns (docs/spend.md).
     """
 
     def __init__(
@@ -103,6 +107,9 @@ class AgentExecutor:
         tool_results: ToolResults | None = None,
         reasoning_events: bool = True,
         prices: PriceTable | None = None,
+        max_input_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        max_cost_usd: float | None = None,
     ) -> None:
         _check_limits(max_concurrency, max_turns, max_parallel_tools, max_tool_calls)
         self.name, self.description = name, description

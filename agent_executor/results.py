@@ -27,9 +27,12 @@ ToolStatus = Literal[
 ]
 """How a tool call ended (``tool_end.status``); none of these ends the run."""
 
-FinishReason = Literal["stop", "max_tool_calls", "max_turns", "error", "waiting_for_approval"]
+FinishReason = Literal[
+    "stop", "max_tool_calls", "max_turns", "error", "waiting_for_approval", "budget"
+]
 """Why a run ended (``done.finish_reason``); ``waiting_for_approval``: paused until a person
-approves or rejects the calls in ``pending_approvals`` (the run resumes with a new command)."""
+approves or rejects the calls in ``pending_approvals`` (the run resumes with a new command);
+``budget``: a spending limit of the run stopped it (with a ``budget_exceeded`` error)."""
 
 
 class ToolCallRecord(BaseModel):

@@ -61,6 +61,7 @@ STATUS_BY_CODE: dict[str, int] = {
     ErrorCode.OUTPUT_BLOCKED.value: 403,
     ErrorCode.UNAVAILABLE.value: 503,
     ErrorCode.INVALID_PLAN.value: 502,
+    ErrorCode.BUDGET_EXCEEDED.value: 429,
 }
 """HTTP status of a failed or refused run, on both chat endpoints (and ``/v1/``)."""
 

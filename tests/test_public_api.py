@@ -71,6 +71,7 @@ def test_error_codes_match_the_spec() -> None:
         "output_blocked",
         "unavailable",
         "invalid_plan",
+        "budget_exceeded",
     ]
 
 
