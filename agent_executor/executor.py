@@ -42,7 +42,7 @@ from .models import ChatModel, resolve_model
 from .observability import Metrics, Tracing, install_log_context
 from .orchestration import AgentTool, Handoff, SessionPolicy
 from .results import AgentResult
-from .spend import PriceTable, default_prices
+from .spend import PriceTable, RunLimits, default_prices
 from .tools import FunctionTool, Tool, ToolResults
 
 if TYPE_CHECKING:
@@ -174,7 +174,13 @@ class AgentExecutor:
             loop=ReactLoop(turns, runner, approvals, max_turns),
             tool_runner=runner,
             telemetry=telemetry,
-            settings=RunSettings(system_prompt, request_timeout, max_tool_calls, name),
+            settings=RunSettings(
+                system_prompt,
+                request_timeout,
+                max_tool_calls,
+                name,
+                RunLimits(max_input_tokens, max_output_tokens, max_cost_usd),
+            ),
             handoffs=_handoffs(self.tools),
             orchestrator=self._orchestrator(),
         )

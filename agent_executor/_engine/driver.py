@@ -29,9 +29,10 @@ from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
 from ..events import AgentSelectedEvent, ErrorEvent
 from ..guards import Guard, ToolResultScreen
 from ..hooks import HookChain
-from ..messages import Message, SystemMessage, UserMessage
+from ..messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..observability import Span, log_context
 from ..results import ErrorInfo
+from ..spend import RunLimits
 from ..tools import FrontendTool, Tool
 from .approvals import Approvals, snapshot
 from .gate import ConcurrencyGate
@@ -48,6 +49,9 @@ __all__ = ["Caller", "Driver", "Mode", "RunSettings"]
 logger = logging.getLogger("agent_executor")
 
 
+_NO_LIMITS = RunLimits()
+
+
 @dataclass(frozen=True, slots=True)
 class RunSettings:
     """The executor's settings a run's steps read (the others are in the parts)."""
@@ -56,6 +60,7 @@ class RunSettings:
     request_timeout: float | None
     max_tool_calls: int
     name: str = "default"
+    limits: RunLimits = _NO_LIMITS
 
 
 class Driver:
@@ -122,6 +127,7 @@ class Driver:
             parent=current_run_context(),
         )
         run = RunState(ctx, emit)
+        run.limits = self._settings.limits.for_command(command)
         logged = log_context(
             request_id=ctx.request_id, user_id=command.user_id, session_id=command.session_id
         )
@@ -318,7 +324,7 @@ class Driver:
     async def _finish(self, run: RunState, span: Span) -> None:
         """Close the run: pending tools, memory, hooks, telemetry, then the closing events."""
         self._tool_runner.close_pending(run)
-        if run.error is None:
+        if run.error is None or _whole_turns_kept(run):
             paused = None
             if run.finish_reason == "waiting_for_approval":
                 paused = run.paused or snapshot(run)
@@ -349,6 +355,14 @@ class Driver:
                 await self._hooks.on_agent_failed(
                     run.ctx, ErrorInfo(code="cancelled", message="the run was cancelled")
                 )
+
+
+def _whole_turns_kept(run: RunState) -> bool:
+    """A run its spending limit stopped keeps its whole turns (the turn it cut was never
+    added), when it has one: a user message with no answer is not worth keeping."""
+    return run.finish_reason == "budget" and any(
+        isinstance(m, AssistantMessage) for m in run.new_messages
+    )
 
 
 def _with_format(system: str | None, output: OutputFormat | None) -> str | None:

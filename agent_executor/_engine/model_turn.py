@@ -13,6 +13,7 @@ internal hosts) goes to the log once, as a warning in the run's logging context.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -21,9 +22,10 @@ from typing import Any
 from ..errors import ErrorCode, HookRejection, ModelError, ScriptExhaustedError
 from ..guards import OutputBlocked, OutputGuard
 from ..hooks import HookChain
-from ..messages import ToolCall
+from ..messages import ToolCall, Usage
 from ..models.base import ChatModel, ModelRequest, ModelResponse
 from ..spend import PriceTable
+from .budget import BudgetStop, Meter, allowance, estimate_input_tokens, over_budget
 from .state import RunFailed, RunState
 from .streaming import ModelPolicy, TurnOutput, stream_turn
 from .telemetry import RunTelemetry
@@ -155,6 +157,7 @@ class ModelTurns:
         hooks = self._hooks
         if hooks:
             request = await hooks.before_model(run.ctx, request)
+        meter, input_tokens = self._meter(run, request) if run.limits else (None, 0)
         guard = self._output_guard
         reasoning = self._reasoning_events
         output = TurnOutput(
@@ -165,15 +168,52 @@ class ModelTurns:
             guard.start() if guard is not None else None,
             run.reasoning if reasoning else None,
             guard.start() if guard is not None and reasoning else None,
+            meter,
         )
-        response = await stream_turn(
-            self._model, request, self._policy, self._telemetry.turn_metrics, output
-        )
+        try:
+            response = await stream_turn(
+                self._model, request, self._policy, self._telemetry.turn_metrics, output
+            )
+        except BudgetStop:
+            assert meter is not None
+            raise self._stopped(run, input_tokens, meter) from None
         response = self._priced(response)
         run.add_usage(response.usage)
         if hooks:
             await hooks.after_model(run.ctx, response)
         return response
+
+    def _meter(self, run: RunState, request: ModelRequest) -> tuple[Meter | None, int]:
+        """The output allowance of this call under the run's limits (and the estimate of its
+        input); a call whose input alone passes a limit is not made."""
+        input_tokens = estimate_input_tokens(request)
+        try:
+            left = allowance(
+                run.limits, run.usage, input_tokens, self._prices.price(self._model.name)
+            )
+        except RunFailed:
+            self._telemetry.budget_stopped()
+            raise
+        return (None if left == math.inf else Meter(left)), input_tokens
+
+    def _stopped(self, run: RunState, input_tokens: int, meter: Meter) -> RunFailed:
+        """The stream was cut at the run's limit: what the call used, estimated (the provider
+        never sent its count), goes into the run's usage, and the run ends."""
+        usage = Usage(input_tokens=input_tokens, output_tokens=meter.tokens)
+        cost = self._prices.cost(self._model.name, usage)
+        run.add_usage(usage if cost is None else usage.model_copy(update={"cost_usd": cost}))
+        self._telemetry.budget_stopped()
+        limits = run.limits
+        return over_budget(
+            "the model's output was cut off at about "
+            f"{run.usage.output_tokens if run.usage else meter.tokens} output tokens"
+            + (
+                f" of max_output_tokens {limits.max_output_tokens}"
+                if limits.max_output_tokens is not None
+                else ""
+            )
+            + (f" (max_cost_usd {limits.max_cost_usd})" if limits.max_cost_usd is not None else "")
+        )
 
     def _priced(self, response: ModelResponse) -> ModelResponse:
         """The response with what its tokens cost in its usage (when the price is known)."""

@@ -21,6 +21,7 @@ from ..errors import ErrorCode
 from ..events import AgentEvent, DoneEvent, ErrorEvent, MessageEvent
 from ..messages import UserMessage
 from ..results import Source
+from .budget import left_for_nested
 from .history import Conversations
 from .output_format import OutputFormat
 from .state import Caller, Emit, Mode, RunFailed, RunState, drop
@@ -104,14 +105,19 @@ async def run_member(
     and ``done`` (the caller decides what the agent's outcome means for the run), and the
     client's tools are offered to the agent; without, its events go nowhere (a moderator's
     plan is not the run's text) and it gets no client tools. Either way its usage, tool
-    calls and sources become the run's, and the approvals it asks for the run's.
+    calls and sources become the run's, the approvals it asks for the run's, and it may spend
+    what is left of the run's limits, no more.
     """
     ctx = run.ctx
     if ctx.depth >= MAX_NESTING:
         raise RunFailed(
             ErrorCode.INVALID_INPUT, f"runs are already nested {MAX_NESTING} deep; not going on"
         )
-    update: dict[str, Any] = {"user_id": ctx.user_id, "metadata": dict(ctx.command.metadata)}
+    update: dict[str, Any] = {
+        "user_id": ctx.user_id,
+        "metadata": dict(ctx.command.metadata),
+        **left_for_nested(run.limits, run.usage),
+    }
     if relay:
         update["client_tools"] = ctx.command.client_tools
     command = command.model_copy(update=update)

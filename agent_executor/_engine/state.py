@@ -19,6 +19,7 @@ from ..errors import ErrorCode
 from ..events import AgentEvent, DoneEvent
 from ..messages import Message, ToolCall, Usage
 from ..results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
+from ..spend.limits import RunLimits
 from ..tools import Tool
 
 __all__ = [
@@ -135,6 +136,7 @@ class RunState:
         "finish_reason",
         "handoff",
         "handoffs",
+        "limits",
         "messages",
         "new_messages",
         "output",
@@ -172,6 +174,8 @@ class RunState:
         self.approvals = ApprovalState()
         self.handoff: HandoffRequest | None = None
         self.handoffs = 0
+        self.limits: RunLimits = RunLimits()
+        """What the run may spend (the executor's limits and the command's, the lower)."""
         self.paused: PendingRun | None = None
         """What an orchestrator keeps of a run it paused (a group's or flow's own state);
         ``None``: the driver takes the paused run's state from the run itself."""
@@ -191,10 +195,10 @@ class RunState:
             self.usage = usage if self.usage is None else self.usage + usage
 
     def fail(self, info: ErrorInfo) -> None:
-        """Record the run's failure (the first one wins)."""
+        """Record the run's failure (the first one wins); a spending limit's is ``budget``."""
         if self.error is None:
             self.error = info
-            self.finish_reason = "error"
+            self.finish_reason = "budget" if info.code == "budget_exceeded" else "error"
 
     def duration_ms(self) -> float:
         return round((time.perf_counter() - self.started) * 1000, 3)

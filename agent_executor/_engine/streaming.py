@@ -25,6 +25,7 @@ from ..guards import OutputBlocked, OutputFilter
 from ..messages import ToolCall, Usage
 from ..models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
 from .assembler import ToolCallAssembler
+from .budget import BudgetStop, Meter
 from .state import Emit
 from .telemetry import TurnMetrics
 
@@ -54,6 +55,7 @@ class TurnOutput:
     every delta before anyone else and may hold text back. ``reasoning`` collects the run's
     reasoning deltas, each also emitted as a :class:`ReasoningEvent` (``None``: reasoning is
     kept from the caller); ``reasoning_filter`` is the output guard's filter for them.
+    ``meter`` counts the output against the run's spending limits (``None``: no limits).
     """
 
     emit: Emit
@@ -63,6 +65,7 @@ class TurnOutput:
     text_filter: OutputFilter | None = None
     reasoning: list[str] | None = None
     reasoning_filter: OutputFilter | None = None
+    meter: Meter | None = None
 
 
 async def stream_turn(
@@ -86,7 +89,7 @@ async def stream_turn(
             await _consume(stream, first, state, policy.idle_timeout, output)
         finally:
             await _close(stream)
-    except OutputBlocked:
+    except (OutputBlocked, BudgetStop):
         metrics.record(started, state.usage, ok=True)
         raise
     except Exception:
@@ -210,7 +213,7 @@ async def _consume(
         return
     idle = math.inf if idle_timeout is None else idle_timeout
     slack = idle / 4
-    emit, texts, text_filter = output.emit, output.texts, output.text_filter
+    emit, texts, text_filter, meter = output.emit, output.texts, output.text_filter, output.meter
     next_chunk, monotonic = stream.__anext__, time.monotonic
     assembler, on_call = state.assembler, output.on_call
     with anyio.CancelScope(deadline=anyio.current_time() + idle + slack) as scope:
@@ -218,6 +221,8 @@ async def _consume(
         while True:
             text = chunk.text
             if text:
+                if meter is not None:
+                    meter.feed(len(text))
                 if text_filter is not None:
                     text = text_filter.feed(text)
                 if text:
@@ -232,6 +237,10 @@ async def _consume(
                         # The first text goes out now, not after the rest of a burst is parsed.
                         await anyio.lowlevel.checkpoint()
             if chunk.tool_calls:
+                if meter is not None:
+                    meter.feed(
+                        sum(len(d.arguments or "") + len(d.name or "") for d in chunk.tool_calls)
+                    )
                 if on_call is None:
                     assembler.add_all(chunk.tool_calls)
                 else:
@@ -244,6 +253,8 @@ async def _consume(
             if chunk.usage is not None:
                 state.usage = chunk.usage
             if chunk.reasoning:
+                if meter is not None:
+                    meter.feed(len(chunk.reasoning))
                 _reason(chunk.reasoning, state, output)
             if chunk.provider_fields:
                 state.provider_fields.update(chunk.provider_fields)

@@ -142,6 +142,11 @@ class RunTelemetry:
             message,
         )
 
+    def budget_stopped(self) -> None:
+        """A run's own spending limit stopped it (before a model call or during one)."""
+        self.metrics.budget_refusals.labels("run").inc()
+        logger.info("run stopped at its spending limit")
+
     def handed_over(self, source: str, target: str) -> None:
         self.metrics.handoffs.labels(target).inc()
         logger.info("run handed over from agent %s to agent %s", source, target)

@@ -15,6 +15,7 @@ from contextvars import ContextVar
 
 from ..events import AgentEvent, NestedEvent
 from ..messages import ToolCall, Usage
+from .budget import left_for_nested
 from .state import HandoffRequest, RunState, drop
 
 __all__ = ["MAX_HANDOFFS", "ToolScope", "current_tool_scope", "tool_scope"]
@@ -47,6 +48,11 @@ class ToolScope:
     def add_usage(self, usage: Usage | None) -> None:
         """Count what a nested run spent in this run's usage."""
         self._run.add_usage(usage)
+
+    def limits_left(self) -> dict[str, int | float]:
+        """The spending limits a run this call starts gets: what this run has left (command
+        fields); raises ``RunFailed`` (``budget_exceeded``) when nothing is left."""
+        return left_for_nested(self._run.limits, self._run.usage)
 
     def hand_off(self) -> str | None:
         """Ask that the agent this call's tool names takes the conversation over after this

@@ -40,7 +40,8 @@ class Orchestrated(AgentExecutor):
     """The executor options that mean something for a group or flow (the rest belong to its
     agents): name, description, guards (judging the user's message before any agent runs),
     hooks (``before_agent_start``, ``after_agent_complete``, ``on_agent_failed``), memory,
-    concurrency, queue and time limits, metrics, tracing."""
+    concurrency, queue and time limits, metrics, tracing, and spending limits for the whole
+    run (its agents together may spend no more; see docs/spend.md)."""
 
     def __init__(
         self,
@@ -57,6 +58,9 @@ class Orchestrated(AgentExecutor):
         request_timeout: float | None = 600.0,
         tracer: object | bool | None = None,
         tool_results: ToolResults | None = None,
+        max_input_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        max_cost_usd: float | None = None,
     ) -> None:
         super().__init__(
             model=_NoModel(name),
@@ -72,6 +76,9 @@ class Orchestrated(AgentExecutor):
             request_timeout=request_timeout,
             tracer=tracer,
             tool_results=tool_results,
+            max_input_tokens=max_input_tokens,
+            max_output_tokens=max_output_tokens,
+            max_cost_usd=max_cost_usd,
         )
 
     def add_tools(self, *tools: Tool | Callable[..., Any]) -> None:

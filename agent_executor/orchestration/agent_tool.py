@@ -13,7 +13,8 @@ a run nested in the calling run:
   apply, it takes one of its permits, its metrics count it. The caller's hooks see the call
   like any other tool call. Its ``RunContext.parent`` is the caller's context;
 - it acts for the caller's user, with the caller's address and headers; its request id is the
-  caller's followed by ``/`` and the call id, so one search finds both in the logs.
+  caller's followed by ``/`` and the call id, so one search finds both in the logs;
+- it may spend what is left of the caller's spending limits (``max_*``), no more.
 
 Its answer (the agent's text) is the tool's result; a run that fails, or stops to wait for a
 person, is a tool error the calling model is told about, and the calling run goes on.
@@ -111,9 +112,10 @@ class AgentTool(Tool):
         if scope is not None and scope.listening:
             emit = partial(scope.emit_nested, self.agent.name)
         mode: Mode = "execute" if parent is None else parent.mode
-        run = await self._run(
-            self._command(arguments["input"], parent), mode, emit, _caller(parent, scope)
-        )
+        command = self._command(arguments["input"], parent)
+        if scope is not None:
+            command = command.model_copy(update=scope.limits_left())
+        run = await self._run(command, mode, emit, _caller(parent, scope))
         result = run.result()
         if scope is not None:
             scope.add_usage(result.usage)
