@@ -87,9 +87,15 @@ _ERROR = web.ResponseKey("error", dict)
 """The error object of a response made here, for :func:`stamp_request_id`."""
 
 
-def status_for(error: ErrorInfo | None) -> int:
-    """200 for a successful run, else the status of its error code."""
-    return 200 if error is None else STATUS_BY_CODE.get(error.code, 500)
+def status_for(error: ErrorInfo | ErrorEvent | None) -> int:
+    """200 for a successful run, else the status of its error: by its code, except that
+    ``budget_exceeded`` is 429 only when waiting helps (a user's budget, ``retry_after`` until
+    its period resets) and 422 when it does not (the request passes its run's own limits)."""
+    if error is None:
+        return 200
+    if error.code == ErrorCode.BUDGET_EXCEEDED.value and error.retry_after is None:
+        return 422
+    return STATUS_BY_CODE.get(error.code, 500)
 
 
 def json_error(status: int, message: str, **headers: str) -> web.Response:
@@ -100,8 +106,9 @@ def json_error(status: int, message: str, **headers: str) -> web.Response:
 
 
 def run_error(error: ErrorInfo | ErrorEvent, **headers: str) -> web.Response:
-    """The answer to a run that failed or was refused (before any stream started)."""
-    status = STATUS_BY_CODE.get(error.code, 500)
+    """The answer to a run that failed or was refused (before any stream started), with the
+    status of :func:`status_for`."""
+    status = status_for(error)
     return error_response(
         status, error.code, error.message, retry_after=error.retry_after, headers=headers
     )

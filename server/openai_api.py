@@ -35,7 +35,7 @@ from agent_executor import (
     UserMessage,
 )
 
-from .errors import STATUS_BY_CODE, openai_error, retry_after_seconds
+from .errors import STATUS_BY_CODE, openai_error, retry_after_seconds, status_for
 from .request import Caller, json_object, shutdown_refusal, validated
 from .state import AGENTS, STATE
 
@@ -189,7 +189,7 @@ def _command(caller: Caller, body: ChatCompletionRequest) -> AgentCommand:
 
 
 def _run_error(error: ErrorInfo | ErrorEvent) -> web.Response:
-    status = STATUS_BY_CODE.get(error.code, 500)
+    status = status_for(error)
     headers = {}
     if error.retry_after is not None or status in (429, 503):
         headers["Retry-After"] = str(retry_after_seconds(error.retry_after))

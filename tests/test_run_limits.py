@@ -289,3 +289,20 @@ async def test_an_agent_tool_may_spend_only_what_its_caller_has_left() -> None:
 def _named(executor: AgentExecutor, name: str) -> AgentExecutor:
     executor.name = name
     return executor
+
+
+async def test_a_run_refused_by_its_own_limit_is_422_without_retry_after() -> None:
+    long_question = "Tell me about the weather. " * 20
+    async with serve(agent(two_turns() * 3, max_input_tokens=50)) as client:
+        chat = await client.post("/api/chat", json={"message": long_question})
+        streamed = await client.post("/api/chat/stream", json={"message": long_question})
+        openai = await client.post(
+            "/v1/chat/completions",
+            json={"model": "default", "messages": [{"role": "user", "content": long_question}]},
+        )
+
+    for response in (chat, streamed, openai):
+        assert response.status_code == 422, response.text
+        assert "Retry-After" not in response.headers
+    assert chat.json()["error"]["code"] == "budget_exceeded"
+    assert "max_input_tokens 50" in chat.json()["error"]["message"]
