@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
+from agent_executor.redis import RedisConversationStore
+
 from .fakes.openai_server import FakeOpenAIServer
+from .redis_server import RedisServer, redis_server
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
@@ -48,3 +51,22 @@ async def browser(chromium: str) -> AsyncIterator[Browser]:
 
     async with launched(chromium) as browser:
         yield browser
+
+
+@pytest.fixture(scope="module")
+def redis_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A real redis-server for the tests of one module (tests/redis_server.py)."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as redis:
+        yield redis
+
+
+@pytest.fixture
+async def redis_store(redis_module: RedisServer) -> AsyncIterator[RedisConversationStore]:
+    """A conversation store on the module's Redis, emptied first (started again if a test
+    stopped it)."""
+    if redis_module.process is None:
+        redis_module.start()
+    redis_module.flush()
+    store = RedisConversationStore(redis_module.url)
+    yield store
+    await store.aclose()

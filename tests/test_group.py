@@ -7,7 +7,6 @@ over agents and moderator, and ``execute()`` reading what the stream shows."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -42,7 +41,7 @@ from agent_executor.models.scripted import call, text_turn, tool_turn
 from agent_executor.redis import RedisConversationStore
 
 from .helpers import model_of, named_agent
-from .redis_server import RedisServer, redis_server
+from .test_orchestration import Sleeper
 
 
 def group(agents: list[AgentExecutor], **options: Any) -> AgentGroup:
@@ -263,24 +262,6 @@ async def test_an_agent_that_fails_ends_the_group_with_its_error() -> None:
     assert await team.memory.load(None, "s") == []  # a failed run leaves nothing
 
 
-class Sleeper:
-    def __init__(self) -> None:
-        self.started, self.cancelled = anyio.Event(), anyio.Event()
-
-        @tool
-        async def wait_forever() -> str:
-            """Wait."""
-            self.started.set()
-            try:
-                await anyio.sleep_forever()
-            except anyio.get_cancelled_exc_class():
-                self.cancelled.set()
-                raise
-            return "never"
-
-        self.tool = wait_forever
-
-
 async def test_closing_the_groups_stream_cancels_the_agent_speaking() -> None:
     sleeper = Sleeper()
     worker = named_agent("worker", [tool_turn(call("wait_forever"))], tools=[sleeper.tool])
@@ -402,25 +383,10 @@ async def test_a_group_without_a_session_cannot_pause() -> None:
     assert "publisher failed" in result.error.message
 
 
-@pytest.fixture(scope="module")
-def redis_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture
-async def store(redis_module: RedisServer) -> AsyncIterator[RedisConversationStore]:
-    if redis_module.process is None:
-        redis_module.start()
-    redis_module.flush()
-    store = RedisConversationStore(redis_module.url)
-    yield store
-    await store.aclose()
-
-
 async def test_a_group_paused_in_redis_resumes_on_a_fresh_group(
-    store: RedisConversationStore,
+    redis_store: RedisConversationStore,
 ) -> None:
+    store = redis_store
     team, _ = publishing_team(memory=store)
     first = await stream(team, AgentCommand(user_prompt="Write and publish.", session_id="s"))
     paused = first[-1]

@@ -6,9 +6,7 @@ service."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 
-import pytest
 import redis.asyncio
 
 from agent_executor import (
@@ -31,7 +29,7 @@ from agent_executor.redis import RedisConversationStore
 
 from .helpers import model_of
 from .helpers import named_agent as agent
-from .redis_server import RedisServer, redis_server
+from .redis_server import RedisServer
 from .server_helpers import serve
 
 RESUMED = AgentSelectedEvent(
@@ -177,25 +175,10 @@ async def test_a_paused_run_on_an_agent_no_longer_reachable_is_refused() -> None
 # -- Redis --------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def redis_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
-@pytest.fixture
-async def store(redis_module: RedisServer) -> AsyncIterator[RedisConversationStore]:
-    if redis_module.process is None:
-        redis_module.start()
-    redis_module.flush()
-    store = RedisConversationStore(redis_module.url)
-    yield store
-    await store.aclose()
-
-
 async def test_a_paused_run_in_redis_resumes_on_the_agent_that_paused(
-    store: RedisConversationStore,
+    redis_store: RedisConversationStore,
 ) -> None:
+    store = redis_store
     triage, billing = triage_and_billing("Refunded 5.", memory=store)
     paused = await pause(triage)
     stored = await store.load_pending(None, "s")
@@ -207,8 +190,9 @@ async def test_a_paused_run_in_redis_resumes_on_the_agent_that_paused(
 
 
 async def test_a_paused_run_stored_without_its_agent_still_loads_and_resumes(
-    store: RedisConversationStore, redis_module: RedisServer
+    redis_store: RedisConversationStore, redis_module: RedisServer
 ) -> None:
+    store = redis_store
     executor = agent(
         "solo", [tool_turn(call("refund", {"amount": 5})), "Done."], tools=[refund], memory=store
     )

@@ -117,3 +117,14 @@ def test_the_kept_paths_hand_on_the_same_objects() -> None:
     from agent_executor.output_guard import OutputGuard as output_here
 
     assert (ask_user_here, injection_here, output_here) == (ASK_USER, InjectionGuard, OutputGuard)
+
+
+def test_the_orchestration_packages_later_names_are_its_modules_names() -> None:
+    from agent_executor import orchestration
+    from agent_executor.orchestration import flow, group
+
+    later = {name for name in orchestration.__all__ if name not in vars(orchestration)}
+    assert later == set(flow.__all__) | set(group.__all__)
+    for name in later:
+        module = flow if name in flow.__all__ else group
+        assert getattr(orchestration, name) is getattr(module, name), name
