@@ -32,6 +32,7 @@ __all__ = [
     "RunAgent",
     "cite",
     "conduct",
+    "member_failed",
     "member_session",
     "run_member",
     "say",
@@ -137,6 +138,17 @@ def say(run: RunState, text: str) -> None:
     from the text before as a member's is."""
     if text:
         _Relay(run)(MessageEvent(text))
+
+
+def member_failed(member: RunState, what: str) -> RunFailed:
+    """The run's failure when the nested run of ``what`` (``agent editor``) failed: its code
+    (one the run's caller knows; else ``internal_error``), message and wait."""
+    assert member.error is not None
+    try:
+        code = ErrorCode(member.error.code)
+    except ValueError:
+        code = ErrorCode.INTERNAL_ERROR
+    return RunFailed(code, f"{what} failed: {member.error.message}", member.error.retry_after)
 
 
 class _Relay:

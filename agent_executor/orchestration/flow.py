@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._engine.orchestrator import member_session, run_member, say
+from .._engine.orchestrator import member_failed, member_session, run_member, say
 from .._engine.state import RunFailed, RunState
 from ..approvals import Approval, PendingRun
 from ..command import AgentCommand
@@ -236,11 +236,7 @@ class _Steps:
         member = await run_member(run, agent_runner(agent), command, step=f"node-{node.name}")
         if member.error is not None:
             self._ended(run, node, "error", member.error.message)
-            raise RunFailed(
-                _code(member.error.code),
-                f"node {node.name} ({agent.name}) failed: {member.error.message}",
-                member.error.retry_after,
-            )
+            raise member_failed(member, f"node {node.name} ({agent.name})")
         if member.finish_reason == "waiting_for_approval":
             self._ended(run, node, "waiting", "")
             self._pause(
@@ -293,13 +289,6 @@ class _Steps:
         if not shown:
             say(run, output)
         run.add(AssistantMessage(content=output))
-
-
-def _code(code: str) -> ErrorCode:
-    try:
-        return ErrorCode(code)
-    except ValueError:
-        return ErrorCode.INTERNAL_ERROR
 
 
 def _by_name(nodes: Sequence[Node]) -> dict[str, Node]:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._engine.orchestrator import member_session, run_member
+from .._engine.orchestrator import member_failed, member_session, run_member
 from .._engine.state import RunFailed, RunState
 from ..approvals import PendingRun
 from ..command import AgentCommand
@@ -373,10 +373,7 @@ class _Rounds:
             step=f"round{len(said) + 1}",
         )
         if member.error is not None:
-            code = _code(member.error.code)
-            raise RunFailed(
-                code, f"agent {name} failed: {member.error.message}", member.error.retry_after
-            )
+            raise member_failed(member, f"agent {name}")
         if member.finish_reason == "waiting_for_approval":
             run.finish_reason = "waiting_for_approval"
             run.paused = PendingRun(
@@ -413,13 +410,6 @@ class _Rounds:
         if word is not None:
             answer = answer.replace(word, "").rstrip()
         run.add(AssistantMessage(content=answer))
-
-
-def _code(code: str) -> ErrorCode:
-    try:
-        return ErrorCode(code)
-    except ValueError:
-        return ErrorCode.INTERNAL_ERROR
 
 
 def _situation(group: GroupView, task: str, said: Sequence[Said]) -> str:
