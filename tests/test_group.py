@@ -495,3 +495,22 @@ async def test_the_rate_limit_counts_the_users_request_once_not_each_round() -> 
 
     assert first.success and first.content == "Draft.\n\nFinal."
     assert second.error is not None and second.error.code == "rate_limited"
+
+
+async def test_a_query_too_long_for_the_next_agent_is_shortened_first() -> None:
+    long_draft = "The cat sat on the mat. " * 100  # 2,400 characters: ~600 tokens
+    writer = named_agent("writer", [long_draft])
+    editor = named_agent("editor", ["A cat sat."])
+    shortener = named_agent("shortener", [text_turn("Cat on mat, repeated.", usage=(600, 5))])
+    team = group([writer, editor], shortener=shortener, max_query_tokens=100)
+
+    events = await stream(team, "Write.")
+
+    assert model_of(editor).requests[0].messages[-1].content == "Cat on mat, repeated."
+    asked = model_of(shortener).requests[0].messages[-1].content
+    assert "at most 400 characters" in str(asked) and long_draft in str(asked)
+    assert "Cat on mat" not in text(events)  # the shortener's text is not the group's
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.usage is not None
+    assert done.usage.input_tokens == 600  # counted (the others report no usage)
+    assert len(model_of(writer).requests) == 1  # the first query was short enough

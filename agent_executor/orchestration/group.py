@@ -158,6 +158,13 @@ Answer with one JSON object and nothing else:
 on the last answer."""
 
 
+_SHORTEN = """Rewrite the text below in at most {chars} characters for the agent that works \
+on it next: keep every fact, number, name and instruction it needs; drop repetition. Answer \
+with the rewritten text only.
+
+{query}"""
+
+
 class AutoHandoff:
     """A moderator agent plans each round (see the module docstring).
 
@@ -260,7 +267,10 @@ class AgentGroup(Orchestrated):
 
     ``agents`` are the group's agents, by their names (which must differ). ``strategy``
     defaults to :class:`DirectHandoff`. ``termination`` (``None``: none) ends the group when
-    an answer contains it. The other options are an executor's (see :class:`Orchestrated`).
+    an answer contains it. A round's query longer than ``max_query_tokens`` (about four
+    characters a token) is first given to ``shortener``, an agent that rewrites it shorter,
+    as the seed system does with queries that would overflow the next agent's context. The
+    other options are an executor's (see :class:`Orchestrated`).
     """
 
     def __init__(
@@ -270,6 +280,8 @@ class AgentGroup(Orchestrated):
         strategy: HandoffStrategy | None = None,
         max_rounds: int = 5,
         termination: str | None = TERMINATE,
+        shortener: AgentExecutor | None = None,
+        max_query_tokens: int = 8000,
         name: str = "group",
         **options: Any,
     ) -> None:
@@ -281,14 +293,15 @@ class AgentGroup(Orchestrated):
         if max_rounds < 1:
             raise ConfigurationError("max_rounds must be >= 1")
         if isinstance(strategy, HybridHandoff):
-            unknown = sorted(set(strategy.next) | set(strategy.next.values()) - set(by_name))
-            unknown = [n for n in unknown if n not in by_name]
+            unknown = sorted({*strategy.next, *strategy.next.values()} - set(by_name))
             if unknown:
                 raise ConfigurationError(f"HybridHandoff names agents not in the group: {unknown}")
         self.agents: dict[str, AgentExecutor] = by_name
         self.strategy: HandoffStrategy = DirectHandoff() if strategy is None else strategy
         self.max_rounds = max_rounds
         self.termination = termination
+        self.shortener = shortener
+        self.max_query_tokens = max_query_tokens
         super().__init__(name=name, **options)
         self.metrics.register_group(name, by_name)
 
@@ -332,6 +345,7 @@ class _Rounds:
                     ErrorCode.INVALID_PLAN, f"the plan names no agent of the group: {name!r}"
                 )
             self._announce(run, name, len(said) + 1, plan.planning)
+            query = await self._shortened(run, query, len(said) + 1)
             answer = await self._round(
                 run, task, said, name, query, None, plan.next_action == TERMINATE
             )
@@ -339,6 +353,21 @@ class _Rounds:
                 return
         run.finish_reason = "max_turns"
         self._answer(run, said)
+
+    async def _shortened(self, run: RunState, query: str, number: int) -> str:
+        """``query``, rewritten by the shortener when it is longer than the group allows
+        (the shortener's run is nested: its usage counts, its text is not the group's)."""
+        group = self._group
+        limit = group.max_query_tokens * 4
+        if group.shortener is None or len(query) <= limit:
+            return query
+        task = _SHORTEN.format(chars=limit, query=query)
+        shortener = agent_runner(group.shortener)
+        command = AgentCommand(user_prompt=task, max_tool_calls=0)
+        result = await run_member(run, shortener, command, step=f"shorten{number}", relay=False)
+        if result.error is not None:
+            raise member_failed(result, f"the shortener {group.shortener.name}")
+        return "".join(result.texts)[:limit]
 
     def _announce(self, run: RunState, name: str, number: int, why: str) -> None:
         detail = f"round {number} of {self._group.max_rounds}"
