@@ -1,6 +1,24 @@
 """Spend: what model calls cost (:class:`PriceTable`) and the limits that stop runaway
-spending. See docs/spend.md."""
+spending (:class:`UserBudget` per user and period). See docs/spend.md."""
 
+from .budget import (
+    BudgetLimit,
+    BudgetStore,
+    BudgetUsage,
+    InMemoryBudgetStore,
+    UserBudget,
+    parse_budget,
+)
 from .prices import Price, PriceTable, default_prices
 
-__all__ = ["Price", "PriceTable", "default_prices"]
+__all__ = [
+    "BudgetLimit",
+    "BudgetStore",
+    "BudgetUsage",
+    "InMemoryBudgetStore",
+    "Price",
+    "PriceTable",
+    "UserBudget",
+    "default_prices",
+    "parse_budget",
+]
