@@ -179,3 +179,20 @@ print(built, any(m == "litellm" or m.startswith("litellm.") for m in sys.modules
     seconds, imported = out.stdout.split()
     assert imported == "False"
     assert float(seconds) < 1.0, seconds
+
+
+def test_the_openapi_document_describes_the_usage_endpoint() -> None:
+    from server.schemas import openapi_document
+
+    document = openapi_document()
+    usage = document["paths"]["/api/usage"]["get"]
+    assert set(usage["responses"]) == {"200", "401", "403", "404", "503"}
+    assert set(document["components"]["schemas"]["BudgetUsage"]["properties"]) == {
+        "user_id",
+        "period",
+        "unit",
+        "spent",
+        "limit",
+        "remaining",
+        "resets_at",
+    }
