@@ -5,6 +5,7 @@ operator."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import subprocess
@@ -20,7 +21,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from agent_executor import AgentExecutor
 from server import create_app
 
-from .fakes.openai_server import Stream, text_stream
+from .fakes.openai_server import FakeOpenAIServer, Stream, text_stream
 from .server_helpers import ROOT, service_process
 from .test_prometheus import fake_model, samples
 
@@ -196,3 +197,45 @@ def test_the_openapi_document_describes_the_usage_endpoint() -> None:
         "remaining",
         "resets_at",
     }
+
+
+async def test_two_replicas_on_one_redis_refuse_exactly_at_the_limit(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    """Six concurrent runs of one user, three on each replica, each costing $0.014, under a
+    $0.084/day budget: all six are admitted, the spend both replicas read is exactly $0.084,
+    and the next run is refused on both."""
+    from contextlib import ExitStack
+
+    from .redis_server import redis_server
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({MODEL: {"input": 1000, "output": 2000}}), encoding="utf-8")
+    server.script(*[Stream(text_stream(["fine"], usage=(10, 2))) for _ in range(6)])
+    with redis_server(tmp_path) as redis, ExitStack() as stack:
+        flags = ["--model", MODEL, "--api-base", server.base_url, "--api-key", "unused"]
+        flags += ["--prices", str(prices), "--user-budget", f"{6 * RUN_COST}/day"]
+        flags += ["--redis-url", redis.url]
+        replicas = [
+            stack.enter_context(service_process(*flags, env={"LOG_LEVEL": "WARNING"}))[1]
+            for _ in range(2)
+        ]
+        ann = {"X-User-Id": "ann"}
+        async with httpx.AsyncClient(timeout=20) as client:
+            runs = await asyncio.gather(
+                *(
+                    client.post(f"{base}/api/chat", json={"message": "hi"}, headers=ann)
+                    for base in replicas * 3
+                )
+            )
+            assert [r.status_code for r in runs] == [200] * 6, [r.text for r in runs]
+            usages = [(await client.get(f"{b}/api/usage", headers=ann)).json() for b in replicas]
+            refused = [
+                await client.post(f"{base}/api/chat", json={"message": "hi"}, headers=ann)
+                for base in replicas
+            ]
+    for usage in usages:
+        assert (usage["spent"], usage["remaining"]) == (pytest.approx(6 * RUN_COST), 0.0)
+    assert [r.status_code for r in refused] == [429, 429]
+    assert {r.json()["error"]["code"] for r in refused} == {"budget_exceeded"}
+    assert server.pending == 0
