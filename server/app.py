@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from aiohttp import web
 
 from agent_executor import AgentExecutor, AgentRouter
+from agent_executor.spend import UserBudget
 
-from . import routes, static_files
+from . import routes, static_files, usage
 from .health import HealthChecks
 from .middleware import Middleware, auth_middleware, cors_middleware, request_middleware
 from .openai_api import add_openai_routes
@@ -27,11 +28,15 @@ __all__ = ["create_app"]
 def create_app(
     agents: AgentExecutor | Mapping[str, AgentExecutor] | AgentRouter,
     settings: Settings | None = None,
+    *,
+    budget: UserBudget | None = None,
 ) -> web.Application:
     """An aiohttp application serving one agent, or several by name (SPEC section 4).
 
     Give an :class:`AgentRouter` for a router picking the agent of requests that name none;
     a mapping's default agent is ``settings.default_agent`` if it names one, else the first.
+    ``budget`` is the :class:`UserBudget` the agents were given (as guard and hook), whose
+    spend ``GET /api/usage`` reports.
     """
     settings = settings or Settings()
     router = _router(agents, settings)
@@ -44,6 +49,8 @@ def create_app(
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=middlewares)
     app[AGENTS] = router
     app[SETTINGS] = settings
+    if budget is not None:
+        app[usage.BUDGET] = budget
     app[TRUSTED_PROXIES] = tuple(
         ipaddress.ip_network(item, strict=False) for item in settings.trusted_proxies
     )
@@ -56,6 +63,7 @@ def create_app(
     app[STATE] = ServiceState(metrics=metrics, streams=streams, health=HealthChecks(router))
     app.on_startup.append(_start_streams)
     routes.add_routes(app)
+    app.router.add_get("/api/usage", usage.usage)
     static_files.add_static_routes(app)
     add_openai_routes(app)
     app.on_shutdown.append(_drain_streams)

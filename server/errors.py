@@ -42,6 +42,7 @@ class ServiceErrorCode(str, Enum):
     """Codes of errors the service answers before (or without) a run."""
 
     UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     CONFLICT = "conflict"
@@ -68,6 +69,7 @@ STATUS_BY_CODE: dict[str, int] = {
 CODE_BY_STATUS: dict[int, str] = {
     400: ErrorCode.INVALID_INPUT.value,
     401: ServiceErrorCode.UNAUTHORIZED.value,
+    403: ServiceErrorCode.FORBIDDEN.value,
     404: ServiceErrorCode.NOT_FOUND.value,
     405: ServiceErrorCode.METHOD_NOT_ALLOWED.value,
     409: ServiceErrorCode.CONFLICT.value,

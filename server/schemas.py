@@ -19,6 +19,7 @@ from agent_executor import (
     UserMessage,
     __version__,
 )
+from agent_executor.spend import BudgetUsage
 
 from .errors import ServiceErrorCode
 
@@ -280,7 +281,12 @@ _RUN_ERRORS = {
     ),
     "413": _error("Body too large (payload_too_large)"),
     "422": _error("No answer in the requested format (unsupported_format)"),
-    "429": _retry(_error("Rate limited (rate_limited)")),
+    "429": _retry(
+        _error(
+            "Rate limited (rate_limited), or the user's budget for the period is used up "
+            "(budget_exceeded; Retry-After: until the period ends)"
+        )
+    ),
     "500": _error("Internal error (internal_error); the log has it under the request id"),
     "502": _error("The model call failed (llm_error); the log has the provider's reason"),
     "503": _retry(
@@ -333,7 +339,7 @@ def openapi_document() -> dict[str, Any]:
     """OpenAPI 3.1 description of the JSON endpoints, generated from the models above."""
     _, schemas = models_json_schema(
         [(m, "validation") for m in (ChatRequest, ErrorResponse, HealthResponse, ToolResultRequest)]
-        + [(AgentResult, "serialization")],
+        + [(AgentResult, "serialization"), (BudgetUsage, "serialization")],
         ref_template="#/components/schemas/{model}",
     )
     components = schemas.get("$defs", {})
@@ -432,6 +438,51 @@ def openapi_document() -> dict[str, Any]:
                         "400": _error("Invalid session id (invalid_input)"),
                         "401": _error("Missing or wrong API key (unauthorized)"),
                         "404": _error("The caller has no such session (not_found)"),
+                        "503": _retry(_error("The shared store (Redis) is down (unavailable)")),
+                    },
+                }
+            },
+            "/api/usage": {
+                "get": {
+                    "summary": "What a user has spent of the --user-budget this period: the "
+                    "caller's own, or (operators) another user's or everyone's",
+                    "parameters": [
+                        {
+                            "name": "user",
+                            "in": "query",
+                            "required": False,
+                            "description": "Another user's id (an operator's API key only)",
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "all",
+                            "in": "query",
+                            "required": False,
+                            "description": "1: every user who spent something this period "
+                            "(an operator's API key only)",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json(
+                            "One user's spend, or {users: [...]} with all=1",
+                            {
+                                "oneOf": [
+                                    _ref("BudgetUsage"),
+                                    {
+                                        "type": "object",
+                                        "properties": {
+                                            "users": {"type": "array", "items": _ref("BudgetUsage")}
+                                        },
+                                    },
+                                ]
+                            },
+                        ),
+                        "401": _error("Missing or wrong API key (unauthorized)"),
+                        "403": _error(
+                            "Another user's spend, asked without an operator's key (forbidden)"
+                        ),
+                        "404": _error("No user budget is configured (not_found)"),
                         "503": _retry(_error("The shared store (Redis) is down (unavailable)")),
                     },
                 }

@@ -36,6 +36,10 @@ class Settings(BaseModel):
     )
     shutdown_grace_seconds: float = Field(default=10.0, ge=0)
     default_agent: str = "default"
+    operator_users: tuple[str, ...] = Field(
+        default=(),
+        description="User ids whose API keys may read every user's spend (GET /api/usage).",
+    )
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -197,6 +197,29 @@ def agents_file(tmp: Path, fake: FakeOpenAIServer) -> Path:
     return path
 
 
+def flows_file(tmp: Path) -> Path:
+    """``pipeline``: the researcher's answer goes to billing (two agent nodes)."""
+    path = tmp / "flows.json"
+    flow = {
+        "start": "ask",
+        "nodes": {"ask": {"agent": "researcher"}, "settle": {"agent": "billing"}},
+        "edges": [{"from": "ask", "to": "settle"}],
+    }
+    path.write_text(json.dumps({"flows": {"pipeline": flow}}), encoding="utf-8")
+    return path
+
+
+def prices_file(tmp: Path) -> Path:
+    """Prices for the demo model and the fake one, so every run has a known cost."""
+    path = tmp / "prices.json"
+    prices = {
+        "demo": {"input": 1.0, "output": 2.0},
+        "openai/triage-mini": {"input": 3, "output": 6},
+    }
+    path.write_text(json.dumps(prices), encoding="utf-8")
+    return path
+
+
 def _get(url: str) -> int | None:
     try:
         return httpx.get(url, timeout=1).status_code
@@ -336,6 +359,17 @@ async def drive_traffic(base: str) -> None:
         )
         assert group.status_code == 200, group.text
         assert group.headers["X-Agent"] == "desk"
+        flow = await client.post(
+            "/api/chat", json={"message": "hello", "agent": "pipeline"}, headers=user("flow")
+        )
+        assert flow.status_code == 200, flow.text
+
+        # Spend: the user budget (a millionth of a dollar a day) lets a user's first run
+        # through and refuses the next one until midnight UTC.
+        await chat("hello", "spender")
+        refused = await client.post("/api/chat", json={"message": "hi"}, headers=user("spender"))
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "budget_exceeded"
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -358,11 +392,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     require("prometheus")
     require("promtool")
     tmp = tmp_path_factory.mktemp("prometheus")
-    handing_over = Stream(tool_call_stream([("call_1", "transfer_to_billing", {})]))
+    handing_over = Stream(tool_call_stream([("call_1", "transfer_to_billing", {})], usage=(20, 5)))
     with contextlib.ExitStack() as parts:
         fake = parts.enter_context(fake_model(handing_over))
         options = ("--agents", str(agents_file(tmp, fake)), "--tools", "tests/obs_tools.py")
         options += ("--rate-limit", "5/minute", "--max-concurrency", "2")
+        options += ("--flows", str(flows_file(tmp)), "--prices", str(prices_file(tmp)))
+        options += ("--user-budget", "0.000001/day")
         _, service = parts.enter_context(service_process(*options, env={"LOG_LEVEL": "WARNING"}))
         config = prometheus_config_for(tmp, service.removeprefix("http://"), scrape_interval="1s")
         prometheus = parts.enter_context(run_prometheus(config, tmp))
@@ -409,6 +445,17 @@ def test_the_traffic_reached_every_path(stack: Stack) -> None:
     at_least_one("agent_executor_handoffs_total", agent="billing")
     for agent in ("researcher", "billing"):
         at_least_one("agent_executor_group_rounds_total", group="desk", agent=agent)
+    for node in ("ask", "settle"):
+        at_least_one(
+            "agent_executor_flow_node_runs_total", flow="pipeline", node=node, status="success"
+        )
+    at_least_one("agent_executor_budget_refusals_total", scope="user")
+    at_least_one(
+        "agent_executor_guard_rejections_total", guard="user_budget", code="budget_exceeded"
+    )
+    for model in ("demo", "openai/triage-mini"):
+        assert value(text, "agent_executor_llm_cost_usd_total", model=model) > 0, model
+    at_least_one("agent_executor_run_cost_usd_count")
     assert value(text, "agent_executor_queued_requests") == 0
 
 

@@ -79,6 +79,7 @@ def test_port_0_is_announced_with_the_port_the_kernel_gave_after_the_bind() -> N
     assert health.status_code == 200
     assert "auth: OFF (anyone who reaches this address can run the agents; " in "\n".join(lines)
     assert "rate limit: off (give --rate-limit N/PERIOD)" in lines
+    assert "user budget: off (give --user-budget AMOUNT/PERIOD); per run: no limit" in lines
     assert "guards: InputValidationGuard, InjectionGuard" in lines
     assert "state: this process's memory (not shared; lost on restart)" in lines
 
@@ -96,13 +97,23 @@ def test_the_log_says_which_protections_are_on(tmp_path: Path) -> None:
         "5",
         "--no-injection-guard",
         "--output-guard",
+        "--user-budget",
+        "5/day",
+        "--max-output-tokens",
+        "2000",
+        "--max-cost-usd",
+        "0.5",
     ) as (base, lines):
         anonymous = httpx.post(f"{base}/api/chat", json={"message": "hi"}, timeout=5)
 
     assert anonymous.status_code == 401
     assert "auth: on (3 API keys of 2 users; /api and /v1 need a Bearer key)" in lines
     assert "rate limit: 20/minute per user or client address, burst 5" in lines
-    assert "guards: RateLimitGuard, InputValidationGuard, OutputGuard" in lines
+    assert (
+        "user budget: 5.00/day per user (in this process; periods in UTC); "
+        "per run: 2000 output tokens, $0.5"
+    ) in lines
+    assert "guards: RateLimitGuard, UserBudget, InputValidationGuard, OutputGuard" in lines
 
 
 def test_tools_of_the_working_directory_load_with_the_console_script(tmp_path: Path) -> None:

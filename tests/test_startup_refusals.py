@@ -78,6 +78,14 @@ def test_api_keys_from_the_environment_without_keys_are_refused() -> None:
         (["--max-concurrency", "0"], "--max-concurrency must be positive, not 0"),
         (["--history-max-tokens", "-1"], "--history-max-tokens must be positive, not -1"),
         (["--max-tool-calls", "-1"], "--max-tool-calls must be 0 or more, not -1"),
+        (["--max-input-tokens", "0"], "--max-input-tokens must be positive, not 0"),
+        (["--max-output-tokens", "-3"], "--max-output-tokens must be positive, not -3"),
+        (["--max-cost-usd", "0"], "--max-cost-usd must be positive, not 0"),
+        (
+            ["--user-budget", "5/fortnight"],
+            "--user-budget: invalid budget '5/fortnight': use AMOUNT/PERIOD such as 5.00/day "
+            "or 200000tokens/day (periods: hour, day, week, month)",
+        ),
         (["--shutdown-grace", "-2"], "--shutdown-grace must be 0 or more, not -2"),
         (["--port", "70000"], "--port must be between 0 and 65535, not 70000"),
     ],
@@ -188,4 +196,25 @@ def test_an_agents_file_naming_an_unknown_agent_or_itself_is_refused(
     line = _refused(_serve("--port", "0", "--agents", str(path)))
 
     assert line.startswith(f"agent-executor: --agents {path}: ")
+    assert message in line
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read prices from"),
+        ("[1]", "expected an object of model names to prices"),
+        ('{"m": {"input": -1, "output": 1}}', "m.input: Input should be greater than or equal"),
+    ],
+)
+def test_a_prices_file_that_cannot_be_used_is_refused(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    prices = tmp_path / "prices.json"
+    if content is not None:
+        prices.write_text(content, encoding="utf-8")
+
+    line = _refused(_serve("--port", "0", "--prices", str(prices)))
+
+    assert line.startswith("agent-executor: --prices: ")
     assert message in line

@@ -157,6 +157,9 @@ class RunTelemetry:
         self.metrics.requests.labels(mode, outcome).inc()
         self.metrics.request_duration.labels(mode).observe(seconds)
         self.metrics.react_turns.observe(run.turns)
+        cost = run.usage.cost_usd if run.usage is not None else None
+        if cost is not None and run.ctx.parent is None:  # a nested run's cost is its parent's
+            self.metrics.run_cost.observe(cost)
         level = logging.WARNING if outcome in _SERVER_SIDE_FAILURES else logging.INFO
         logger.log(
             level,

@@ -52,6 +52,9 @@ _TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.7
                  7.5, 10.0, 30.0, 60.0)  # fmt: skip
 _QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _TOOL_BUCKETS = (*_QUEUE_BUCKETS, 120.0, 300.0)
+_COST_BUCKETS = (
+    0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
+)  # fmt: skip
 _TURN_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50)
 
 
@@ -126,6 +129,13 @@ class Metrics:
         )
         self.react_turns = Histogram(
             f"{_PREFIX}react_turns", "Model calls per run.", buckets=_TURN_BUCKETS, registry=r
+        )
+        self.run_cost = Histogram(
+            f"{_PREFIX}run_cost_usd",
+            "What a run's model calls cost in US dollars (top-level runs whose cost is known; "
+            "a nested run's cost is in its parent's).",
+            buckets=_COST_BUCKETS,
+            registry=r,
         )
 
     def _add_tool_metrics(self, r: CollectorRegistry) -> None:

@@ -1,6 +1,6 @@
 """State shared by several replicas of the service, in Redis (the ``[redis]`` extra).
 
-Three parts, each usable alone:
+Four parts, each usable alone:
 
 - :class:`RedisConversationStore`: history per ``(user_id, session_id)`` and runs paused for
   approval, with a TTL refreshed on every use and a bound on messages per session. A run's
@@ -8,6 +8,8 @@ Three parts, each usable alone:
   interleave half turns, and trimming drops whole turns only.
 - :class:`RedisRateLimitStorage`: the ``RateLimitGuard`` algorithm (GCRA) in one Lua script on
   Redis's clock, so a limit holds across every replica together.
+- :class:`RedisBudgetStore`: a ``UserBudget``'s spend per user and period, added to in one
+  Lua script (``INCRBY`` and the expiry at the period's end), exact across replicas.
 - :class:`RedisToolResultRelay`: the answer to a frontend tool call may reach any replica; it is
   checked against Redis (unknown, already answered) and published to the replica whose run waits.
 
@@ -17,12 +19,14 @@ client, key layout and failure translation the parts share are in
 :mod:`~agent_executor.redis.client`.
 """
 
+from .budget import RedisBudgetStore
 from .client import connect, shared_secret
 from .conversations import RedisConversationStore
 from .ratelimit import RedisRateLimitStorage
 from .relay import RedisToolResultRelay
 
 __all__ = [
+    "RedisBudgetStore",
     "RedisConversationStore",
     "RedisRateLimitStorage",
     "RedisToolResultRelay",

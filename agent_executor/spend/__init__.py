@@ -1,7 +1,26 @@
 """Spend: what model calls cost (:class:`PriceTable`) and the limits that stop runaway
-spending. See docs/spend.md."""
+spending (:class:`UserBudget` per user and period). See docs/spend.md."""
 
+from .budget import (
+    BudgetLimit,
+    BudgetStore,
+    BudgetUsage,
+    InMemoryBudgetStore,
+    UserBudget,
+    parse_budget,
+)
 from .limits import RunLimits
 from .prices import Price, PriceTable, default_prices
 
-__all__ = ["Price", "PriceTable", "RunLimits", "default_prices"]
+__all__ = [
+    "BudgetLimit",
+    "BudgetStore",
+    "BudgetUsage",
+    "InMemoryBudgetStore",
+    "Price",
+    "PriceTable",
+    "RunLimits",
+    "UserBudget",
+    "default_prices",
+    "parse_budget",
+]

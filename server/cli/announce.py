@@ -96,7 +96,28 @@ def _protections(service: Service, config: ServeConfig) -> list[str]:
         if parts.redis_url
         else "state: this process's memory (not shared; lost on restart)"
     )
-    return [auth, limit, f"guards: {', '.join(guards) or 'none'}", state]
+    return [auth, limit, _spend(service, config), f"guards: {', '.join(guards) or 'none'}", state]
+
+
+def _spend(service: Service, config: ServeConfig) -> str:
+    """The user budget and the per-run limits, in one line."""
+    budget = service.parts.budget
+    if budget is None:
+        line = "user budget: off (give --user-budget AMOUNT/PERIOD)"
+    else:
+        where = "in Redis, shared by replicas" if service.parts.redis_url else "in this process"
+        line = f"user budget: {budget.limit} per user ({where}; periods in UTC)"
+    run = [
+        f"{value:g} {what}"
+        for value, what in (
+            (config.max_input_tokens, "input tokens"),
+            (config.max_output_tokens, "output tokens"),
+        )
+        if value is not None
+    ]
+    if config.max_cost_usd is not None:
+        run.append(f"${config.max_cost_usd:g}")
+    return f"{line}; per run: {', '.join(run) if run else 'no limit'}"
 
 
 def _redacted(url: str) -> str:

@@ -127,7 +127,7 @@ def _assemble(
         agents = _executor(config, shared, chat_model(config), tools)
     if config.flows is not None:
         agents = _with_flows(config, shared, agents, own, mcp_tools)
-    return Service(settings, agents, create_app(agents, settings), shared)
+    return Service(settings, agents, create_app(agents, settings, budget=shared.budget), shared)
 
 
 def _with_flows(
@@ -154,6 +154,7 @@ def _with_flows(
             "name": name,
             "description": description,
             "guards": shared.guards,
+            "hooks": shared.hooks,
             "memory": shared.memory(name),
             "max_concurrency": config.max_concurrency,
             "request_timeout": config.request_timeout,
@@ -186,6 +187,7 @@ def _executor(
         model=model,
         tools=tools,
         guards=shared.guards,
+        hooks=shared.hooks,
         output_guard=shared.output_guard,
         system_prompt=config.system_prompt if system_prompt is None else system_prompt,
         max_concurrency=config.max_concurrency,
@@ -198,6 +200,10 @@ def _executor(
         name=name or "default",
         description=description,
         reasoning_events=config.reasoning_events,
+        prices=config.prices,
+        max_input_tokens=config.max_input_tokens,
+        max_output_tokens=config.max_output_tokens,
+        max_cost_usd=config.max_cost_usd,
     )
 
 

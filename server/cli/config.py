@@ -14,7 +14,9 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from agent_executor import ConfigurationError
 from agent_executor.models import ModelClient
+from agent_executor.spend import PriceTable
 
 from ..settings import Settings
 from .agents_file import AgentsFile, load_agents_file
@@ -68,6 +70,13 @@ class ServeConfig:
     rate_limit_burst: int | None = None  # --rate-limit-burst
     injection_guard: bool = True  # --no-injection-guard
     output_guard: bool = False  # --output-guard
+    # Spend.
+    user_budget: str | None = None  # --user-budget
+    prices: PriceTable | None = None  # --prices (the file, read)
+    max_input_tokens: int | None = None  # --max-input-tokens
+    max_output_tokens: int | None = None  # --max-output-tokens
+    max_cost_usd: float | None = None  # --max-cost-usd
+    operator_users: tuple[str, ...] = ()  # --operator-users
     # Where state lives, and conversation history.
     redis_url: str | None = None  # --redis-url, REDIS_URL
     approval_secret: str | None = None  # --approval-secret, AGENT_APPROVAL_SECRET
@@ -112,6 +121,12 @@ class ServeConfig:
             rate_limit_burst=args.rate_limit_burst,
             injection_guard=not args.no_injection_guard,
             output_guard=args.output_guard,
+            user_budget=args.user_budget,
+            prices=_prices(args.prices),
+            max_input_tokens=args.max_input_tokens,
+            max_output_tokens=args.max_output_tokens,
+            max_cost_usd=args.max_cost_usd,
+            operator_users=split_list(args.operator_users),
             redis_url=args.redis_url or env.get("REDIS_URL") or None,
             approval_secret=args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None,
             session_ttl=args.session_ttl,
@@ -134,6 +149,7 @@ class ServeConfig:
                 cors_origins=self.cors_origins,
                 trusted_proxies=self.trusted_proxies,
                 shutdown_grace_seconds=self.shutdown_grace_seconds,
+                operator_users=self.operator_users,
             )
         except ValidationError as exc:
             raise CliError(_flag_problems(exc)) from None
@@ -193,6 +209,9 @@ _POSITIVE = (
     ("--rate-limit-burst", "rate_limit_burst"),
     ("--history-max-tokens", "history_max_tokens"),
     ("--history-keep-tokens", "history_keep_tokens"),
+    ("--max-input-tokens", "max_input_tokens"),
+    ("--max-output-tokens", "max_output_tokens"),
+    ("--max-cost-usd", "max_cost_usd"),
 )
 _NOT_NEGATIVE = (("--shutdown-grace", "shutdown_grace"), ("--max-tool-calls", "max_tool_calls"))
 
@@ -248,6 +267,16 @@ def _read_secret(path: str | None) -> str | None:
     if not secret:
         raise CliError(f"--api-key-file {path} is empty")
     return secret
+
+
+def _prices(path: str | None) -> PriceTable | None:
+    """The price table of ``--prices`` (read at start-up, so a bad file stops it)."""
+    if path is None:
+        return None
+    try:
+        return PriceTable.from_file(path)
+    except ConfigurationError as exc:
+        raise CliError(f"--prices: {exc}") from None
 
 
 def _int(env: Environ, name: str, default: int) -> int:

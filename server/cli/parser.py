@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(serve.add_argument_group("model").add_argument)
     _agent_flags(serve.add_argument_group("agents and tools").add_argument)
     _guard_flags(serve.add_argument_group("guards").add_argument)
+    _spend_flags(serve.add_argument_group("spend").add_argument)
     _state_flags(serve.add_argument_group("shared state and conversation history").add_argument)
     _process_flags(serve.add_argument_group("process").add_argument)
     return parser
@@ -142,6 +143,30 @@ def _guard_flags(add: _Add) -> None:
         "--output-guard",
         action="store_true",
         help="redact credentials (API keys, tokens, private keys) from streamed answers",
+    )
+
+
+def _spend_flags(add: _Add) -> None:
+    add(
+        "--user-budget",
+        metavar="AMOUNT/PERIOD",
+        help="what each user may spend per calendar period in UTC: dollars (5.00/day) or "
+        "tokens (200000tokens/day); periods hour, day, week, month (shared through "
+        "--redis-url; see docs/spend.md)",
+    )
+    add(
+        "--prices",
+        metavar="PRICES.json",
+        help='dollars per million tokens by model, {"model": {"input": 0.15, "output": 0.6}}, '
+        "before litellm's cost map",
+    )
+    add("--max-input-tokens", type=int, help="input tokens one run may use (default: no limit)")
+    add("--max-output-tokens", type=int, help="output tokens one run may use (default: no limit)")
+    add("--max-cost-usd", type=float, help="dollars one run may spend (default: no limit)")
+    add(
+        "--operator-users",
+        help="comma-separated user ids whose API keys may read every user's spend "
+        "(GET /api/usage?user=ID or ?all=1)",
     )
 
 

@@ -21,8 +21,10 @@ from agent_executor import (
 )
 from agent_executor.errors import MissingExtraError
 from agent_executor.guards import OutputGuard, RateLimitGuard, RateLimitStorage
+from agent_executor.hooks import Hook
 from agent_executor.memory import InMemoryConversationStore
 from agent_executor.models import resolve_model
+from agent_executor.spend import BudgetStore, UserBudget
 
 from .config import ServeConfig
 from .credentials import check_credentials
@@ -34,11 +36,13 @@ __all__ = ["SharedParts", "chat_model", "shared_parts"]
 @dataclass(frozen=True)
 class SharedParts:
     """What every agent of the process shares: the guards (so a per-user rate limit counts
-    across agents), the output guard, where conversations, rate limits and frontend tool
-    answers live (this process, or Redis for all replicas), the approval secret and the
-    history compression settings."""
+    across agents), the output guard, where conversations, rate limits, budgets and frontend
+    tool answers live (this process, or Redis for all replicas), the approval secret and the
+    history compression settings. ``budget`` (``--user-budget``) is one of the guards and the
+    one hook every agent records its spend with."""
 
     guards: list[Guard]
+    budget: UserBudget | None
     output_guard: OutputGuard | None
     redis_url: str | None
     session_ttl: float
@@ -56,6 +60,11 @@ class SharedParts:
 
         prefix = "agent-executor:" if agent is None else f"agent-executor:agent:{agent}:"
         return RedisConversationStore(self.redis_url, prefix=prefix, ttl_seconds=self.session_ttl)
+
+    @property
+    def hooks(self) -> list[Hook]:
+        """The hooks every agent gets: the user budget's, which records what it spends."""
+        return [] if self.budget is None else [self.budget]
 
     def compressor(self, model: ChatModel) -> HistoryCompressor | None:
         """The ``--history-*`` compression of an agent on ``model`` (its summariser unless
@@ -81,7 +90,7 @@ def shared_parts(config: ServeConfig) -> SharedParts:
         raise CliError("--history-keep-tokens and --summary-model need --history-max-tokens")
     url = config.redis_url
     secret: str | bytes | None = config.approval_secret
-    tool_results, rate_storage = ToolResults(), None
+    tool_results, rate_storage, budget_store = ToolResults(), None, None
     if url is not None:
         try:
             from agent_executor import redis as shared_redis
@@ -91,8 +100,11 @@ def shared_parts(config: ServeConfig) -> SharedParts:
             raise CliError(f"--redis-url must be a redis://, rediss:// or unix:// URL, not {url!r}")
         tool_results = ToolResults(relay=shared_redis.RedisToolResultRelay(url))
         rate_storage = shared_redis.RedisRateLimitStorage(url)
+        budget_store = shared_redis.RedisBudgetStore(url) if config.user_budget else None
+    budget = _budget(config, budget_store)
     shared = SharedParts(
-        guards=_guards(config, rate_storage),
+        guards=_guards(config, rate_storage, budget),
+        budget=budget,
         output_guard=OutputGuard() if config.output_guard else None,
         redis_url=url,
         session_ttl=config.session_ttl,
@@ -146,8 +158,21 @@ def chat_model(
     return model
 
 
-def _guards(config: ServeConfig, rate_storage: RateLimitStorage | None) -> list[Guard]:
-    """Rate limit (if asked), input validation, injection detection: cheapest refusals first."""
+def _budget(config: ServeConfig, store: BudgetStore | None) -> UserBudget | None:
+    """The ``--user-budget`` (in ``store``: Redis with ``--redis-url``, else this process)."""
+    if config.user_budget is None:
+        return None
+    try:
+        return UserBudget(config.user_budget, store=store)
+    except ConfigurationError as exc:
+        raise CliError(f"--user-budget: {exc}") from None
+
+
+def _guards(
+    config: ServeConfig, rate_storage: RateLimitStorage | None, budget: UserBudget | None
+) -> list[Guard]:
+    """Rate limit and user budget (if asked), input validation, injection detection:
+    cheapest refusals first."""
     guards: list[Guard] = []
     if config.rate_limit_burst is not None and not config.rate_limit:
         raise CliError("--rate-limit-burst needs --rate-limit")
@@ -160,6 +185,8 @@ def _guards(config: ServeConfig, rate_storage: RateLimitStorage | None) -> list[
             )
         except ConfigurationError as exc:
             raise CliError(str(exc)) from None
+    if budget is not None:
+        guards.append(budget)
     guards.append(InputValidationGuard())
     if config.injection_guard:
         guards.append(InjectionGuard())
