@@ -187,3 +187,33 @@ def test_periods_are_calendar_periods_in_utc(period: str, at: str, start: str, e
     moment = dt.datetime.fromisoformat(at).replace(tzinfo=dt.timezone.utc).timestamp()
     _, began, ends = limit.window(moment)
     assert (began.isoformat()[:19], ends.isoformat()[:19]) == (start, end)
+
+
+async def test_a_flows_model_node_and_a_groups_moderator_record_their_spend() -> None:
+    import json
+
+    from agent_executor import AgentGroup, AutoHandoff, Flow, ModelNode, ScriptedModel
+
+    budget = UserBudget("1000tokens/day", clock=Clock(), metrics=CollectorRegistry())
+    flow = Flow(
+        [ModelNode("reply", ScriptedModel([text_turn("Hi.", usage=(100, 20))]))],
+        [],
+        start="reply",
+        hooks=[budget],
+        prices=PRICES,
+        metrics=CollectorRegistry(),
+    )
+    plan = {"next_agent_name": "solo", "next_query": "go", "next_action": "TERMINATE"}
+    moderator = ScriptedModel([text_turn(json.dumps(plan), usage=(300, 30))])
+    solo = make_executor([text_turn("Done.", usage=(5, 5))], hooks=[budget])
+    solo.name = "solo"
+    team = AgentGroup(
+        [solo],
+        strategy=AutoHandoff(moderator, prices=PRICES, hooks=[budget]),
+        metrics=CollectorRegistry(),
+    )
+
+    await flow.execute(AgentCommand(user_prompt="hello", user_id="ann"))
+    assert (await budget.usage("ann")).spent == 120
+    await team.execute(AgentCommand(user_prompt="work", user_id="ann"))
+    assert (await budget.usage("ann")).spent == 120 + 330 + 10

@@ -18,6 +18,7 @@ from ..guards import Guard
 from ..hooks import Hook
 from ..memory import ConversationStore
 from ..models.base import ModelChunk, ModelRequest
+from ..spend import PriceTable
 from ..tools import Tool, ToolResults
 
 if TYPE_CHECKING:
@@ -40,8 +41,9 @@ class Orchestrated(AgentExecutor):
     """The executor options that mean something for a group or flow (the rest belong to its
     agents): name, description, guards (judging the user's message before any agent runs),
     hooks (``before_agent_start``, ``after_agent_complete``, ``on_agent_failed``), memory,
-    concurrency, queue and time limits, metrics, tracing, and spending limits for the whole
-    run (its agents together may spend no more; see docs/spend.md)."""
+    concurrency, queue and time limits, metrics, tracing, spending limits for the whole run
+    (its agents together may spend no more; see docs/spend.md), and the prices of the model
+    calls it makes itself (a flow's model nodes; its hooks run around those calls too)."""
 
     def __init__(
         self,
@@ -61,7 +63,13 @@ class Orchestrated(AgentExecutor):
         max_input_tokens: int | None = None,
         max_output_tokens: int | None = None,
         max_cost_usd: float | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
+        self.prices = prices
+        """The prices of the model calls the group or flow makes itself (a flow's model nodes,
+        a moderator built from a model string)."""
+        self.own_hooks: tuple[Hook, ...] = tuple(hooks)
+        """Its hooks, which those calls run too (a budget's recording hook, say)."""
         super().__init__(
             model=_NoModel(name),
             name=name,
@@ -79,6 +87,7 @@ class Orchestrated(AgentExecutor):
             max_input_tokens=max_input_tokens,
             max_output_tokens=max_output_tokens,
             max_cost_usd=max_cost_usd,
+            prices=prices,
         )
 
     def add_tools(self, *tools: Tool | Callable[..., Any]) -> None:

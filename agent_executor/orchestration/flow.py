@@ -109,7 +109,7 @@ class Flow(Orchestrated):
         self._give_tools()
         super().__init__(name=name, **options)
         self._models = {
-            node.name: node.build(self.metrics.registry)
+            node.name: node.build(self.metrics.registry, prices=self.prices, hooks=self.own_hooks)
             for node in self.nodes.values()
             if isinstance(node, ModelNode)
         }

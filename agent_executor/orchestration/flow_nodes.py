@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -18,7 +18,9 @@ import anyio
 
 from ..errors import ConfigurationError
 from ..executor import AgentExecutor
+from ..hooks import Hook
 from ..models import ChatModel
+from ..spend import PriceTable
 from ..tools import Tool
 from ..tools.base import ToolArgumentsError
 
@@ -84,8 +86,11 @@ class ModelNode:
         """The prompt with the input put in (``str.replace``: braces elsewhere stay)."""
         return self.prompt.replace("{input}", text)
 
-    def build(self, registry: Any) -> AgentExecutor:
-        """The private agent that makes this node's call."""
+    def build(
+        self, registry: Any, *, prices: PriceTable | None = None, hooks: Sequence[Hook] = ()
+    ) -> AgentExecutor:
+        """The private agent that makes this node's call, with the flow's prices and hooks
+        (so a budget's hook records what the call spends)."""
         return AgentExecutor(
             model=self.model,
             tools=self.tools,
@@ -94,6 +99,8 @@ class ModelNode:
             max_turns=10 if self.tools else 1,
             name=self.name,
             metrics=registry,
+            prices=prices,
+            hooks=hooks,
         )
 
 

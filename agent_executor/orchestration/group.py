@@ -42,9 +42,11 @@ from ..command import AgentCommand
 from ..errors import ConfigurationError, ErrorCode
 from ..events import AgentSelectedEvent
 from ..executor import AgentExecutor
+from ..hooks import Hook
 from ..messages import AssistantMessage, Message, UserMessage
 from ..models import ChatModel
 from ..results import ToolCallRecord
+from ..spend import PriceTable
 from ._orchestrated import Orchestrated, agent_runner
 
 if TYPE_CHECKING:
@@ -170,13 +172,20 @@ class AutoHandoff:
 
     ``moderator`` is an agent (its system prompt should ask for the JSON plan; the default
     prompt is :data:`AutoHandoff.PROMPT`) or a model (a string or :class:`ChatModel`), for
-    which a moderator agent with the default prompt is built. Its runs are nested in the
-    group's run: its usage counts, its text is not the group's.
+    which a moderator agent with the default prompt is built, with ``prices`` and ``hooks``
+    (a budget's recording hook). Its runs are nested in the group's run: its usage counts,
+    its text is not the group's.
     """
 
     PROMPT = _MODERATOR_PROMPT
 
-    def __init__(self, moderator: AgentExecutor | ChatModel | str) -> None:
+    def __init__(
+        self,
+        moderator: AgentExecutor | ChatModel | str,
+        *,
+        prices: PriceTable | None = None,
+        hooks: Sequence[Hook] = (),
+    ) -> None:
         if not isinstance(moderator, AgentExecutor):
             moderator = AgentExecutor(
                 model=moderator,
@@ -185,6 +194,8 @@ class AutoHandoff:
                 model_params={"temperature": 0},
                 max_turns=1,
                 max_tool_calls=0,
+                prices=prices,
+                hooks=hooks,
             )
         self.moderator = moderator
 
@@ -232,9 +243,14 @@ class HybridHandoff:
     given the writer's answer), the moderator everywhere else (and for the first round)."""
 
     def __init__(
-        self, moderator: AgentExecutor | ChatModel | str, *, next: Mapping[str, str]
+        self,
+        moderator: AgentExecutor | ChatModel | str,
+        *,
+        next: Mapping[str, str],
+        prices: PriceTable | None = None,
+        hooks: Sequence[Hook] = (),
     ) -> None:
-        self.auto = AutoHandoff(moderator)
+        self.auto = AutoHandoff(moderator, prices=prices, hooks=hooks)
         self.next = dict(next)
 
     async def plan(

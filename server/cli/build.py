@@ -159,6 +159,7 @@ def _with_flows(
             "max_concurrency": config.max_concurrency,
             "request_timeout": config.request_timeout,
             "tool_results": shared.tool_results,
+            "prices": config.prices,
         },
     )
     if isinstance(agents, AgentRouter):
@@ -279,7 +280,9 @@ def _group(
             temperature=False,
         )
         strategy = (
-            AutoHandoff(model) if spec.strategy == "auto" else HybridHandoff(model, next=spec.next)
+            AutoHandoff(model, prices=config.prices, hooks=shared.hooks)
+            if spec.strategy == "auto"
+            else HybridHandoff(model, next=spec.next, prices=config.prices, hooks=shared.hooks)
         )
     try:
         return AgentGroup(
