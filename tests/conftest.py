@@ -61,12 +61,17 @@ def redis_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 
 @pytest.fixture
-async def redis_store(redis_module: RedisServer) -> AsyncIterator[RedisConversationStore]:
-    """A conversation store on the module's Redis, emptied first (started again if a test
-    stopped it)."""
+def redis_running(redis_module: RedisServer) -> RedisServer:
+    """The module's Redis, running (started again if a test stopped it) and empty."""
     if redis_module.process is None:
         redis_module.start()
     redis_module.flush()
-    store = RedisConversationStore(redis_module.url)
+    return redis_module
+
+
+@pytest.fixture
+async def redis_store(redis_running: RedisServer) -> AsyncIterator[RedisConversationStore]:
+    """A conversation store on the module's Redis, emptied first."""
+    store = RedisConversationStore(redis_running.url)
     yield store
     await store.aclose()

@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 from aiohttp.test_utils import TestServer
@@ -90,3 +91,13 @@ def _wait_healthy(process: subprocess.Popen[str], base: str) -> None:
             pass
         time.sleep(0.05)
     raise RuntimeError("the service did not become healthy within 20 s")
+
+
+def resume_body(pending: Mapping[str, Any], *, approved: bool = True) -> dict[str, Any]:
+    """The chat request that resumes session ``s`` in json mode, deciding its one pending call."""
+    decision = {
+        "call_id": pending["call_id"],
+        "approved": approved,
+        "approval_token": pending["approval_token"],
+    }
+    return {"session_id": "s", "events": "json", "approvals": [decision]}

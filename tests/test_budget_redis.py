@@ -3,8 +3,6 @@ own ``UserBudget`` and Redis client, stand for two replicas of the service."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import anyio
 import pytest
 from prometheus_client import CollectorRegistry
@@ -14,24 +12,15 @@ from agent_executor.models.scripted import text_turn
 from agent_executor.redis import RedisBudgetStore
 from agent_executor.spend import Price, PriceTable, UserBudget
 
-from .redis_server import RedisServer, redis_server
+from .redis_server import RedisServer
 
 PRICES = PriceTable({"scripted": Price(input=1.0, output=2.0)}, defaults=False)
 """1,000 input and 500 output tokens cost $0.002."""
 
 
-@pytest.fixture(scope="module")
-def redis_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
 @pytest.fixture
-def server(redis_module: RedisServer) -> RedisServer:
-    if redis_module.process is None:
-        redis_module.start()
-    redis_module.flush()
-    return redis_module
+def server(redis_running: RedisServer) -> RedisServer:
+    return redis_running
 
 
 def _replica(url: str, budget: str, runs: int) -> tuple[AgentExecutor, UserBudget]:

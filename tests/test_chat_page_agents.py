@@ -61,6 +61,15 @@ async def chat_page(
         await server.close()
 
 
+async def answered(page: Page, message: str) -> Locator:
+    """Open the page, send ``message`` and wait for the reply to finish; the reply."""
+    await page.goto("/")
+    await ask(page, message)
+    reply = page.locator(".message.assistant").first
+    await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+    return reply
+
+
 def model_of(executor: AgentExecutor) -> ScriptedModel:
     model = executor.model
     assert isinstance(model, ScriptedModel)
@@ -163,10 +172,7 @@ async def test_a_handoff_shows_where_the_next_agent_takes_over(browser: Browser)
     )
     router = AgentRouter([triage, billing], router=lambda message, agents: "triage")
     async with chat_page(browser, router, model_of(triage), model_of(billing)) as page:
-        await page.goto("/")
-        await ask(page, "Was invoice 42 paid?")
-        reply = page.locator(".message.assistant").first
-        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        reply = await answered(page, "Was invoice 42 paid?")
 
         await expect(reply).to_have_attribute("data-speaker", "triage → billing")
         await expect(reply).to_have_attribute("data-agent", "billing")
@@ -191,10 +197,7 @@ async def test_a_reply_names_the_agent_the_router_picked(browser: Browser) -> No
     billing = agent("billing", [])
     router = AgentRouter([billing, weather], router=lambda message, agents: "weather")
     async with chat_page(browser, router, model_of(weather)) as page:
-        await page.goto("/")
-        await ask(page, "Weather?")
-        reply = page.locator(".message.assistant").first
-        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        reply = await answered(page, "Weather?")
         await expect(reply).to_have_attribute("data-speaker", "weather")
         await expect(reply.locator(".handoff")).to_have_count(0)
         assert await answer_text(reply) == "Sunny."
@@ -203,10 +206,7 @@ async def test_a_reply_names_the_agent_the_router_picked(browser: Browser) -> No
 async def test_a_plain_agent_still_reads_assistant(browser: Browser) -> None:
     only = agent("solo", ["Hi."])
     async with chat_page(browser, only, model_of(only)) as page:
-        await page.goto("/")
-        await ask(page, "hello")
-        reply = page.locator(".message.assistant").first
-        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        reply = await answered(page, "hello")
         await expect(reply).to_have_attribute("data-speaker", "Assistant")
 
 
@@ -224,10 +224,7 @@ async def test_a_nested_agents_html_is_shown_as_text_never_run(browser: Browser)
         tools=[researcher.as_tool()],
     )
     async with chat_page(browser, writer, model_of(writer), model_of(researcher)) as page:
-        await page.goto("/")
-        await ask(page, "go")
-        reply = page.locator(".message.assistant").first
-        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        reply = await answered(page, "go")
         record = reply.locator("details.tool-call[data-call-id=w1]")
         await record.locator("> summary").click()
         run = record.locator(".nested-run")
@@ -250,10 +247,7 @@ async def test_a_failing_nested_agent_shows_its_error_in_the_record(browser: Bro
         tools=[researcher.as_tool()],
     )
     async with chat_page(browser, writer, model_of(writer), model_of(researcher)) as page:
-        await page.goto("/")
-        await ask(page, "go")
-        reply = page.locator(".message.assistant").first
-        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        reply = await answered(page, "go")
         record = reply.locator("details.tool-call[data-call-id=w1]")
         await expect(record).to_have_attribute("data-status", "error")
         await record.locator("> summary").click()
@@ -271,10 +265,7 @@ async def test_a_groups_reply_shows_each_rounds_agent(browser: Browser) -> None:
     editor = agent("editor", ["Cats sleep **sixteen** hours a day."])
     team = AgentGroup([writer, editor], name="team", metrics=CollectorRegistry())
     async with chat_page(browser, team, model_of(writer), model_of(editor)) as page:
-        await page.goto("/")
-        await ask(page, "Write about cats.")
-        reply = page.locator(".message.assistant").first
-        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        reply = await answered(page, "Write about cats.")
 
         await expect(reply).to_have_attribute("data-speaker", "writer → editor")
         divider = reply.locator(".answer > .handoff")

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from agent_executor import AgentExecutor, AgentGroup, ScriptedModel, tool
 from agent_executor.models.scripted import call, text_turn, tool_turn
 
-from .server_helpers import serve
+from .server_helpers import resume_body, serve
 from .test_orchestration_service import frames
 
 
@@ -90,17 +90,7 @@ async def test_a_group_paused_on_an_approval_resumes_over_http() -> None:
         (pending,) = body["pending_approvals"]
         resumed = await client.post(
             "/api/chat/stream",
-            json={
-                "session_id": "s",
-                "events": "json",
-                "approvals": [
-                    {
-                        "call_id": pending["call_id"],
-                        "approved": True,
-                        "approval_token": pending["approval_token"],
-                    }
-                ],
-            },
+            json=resume_body(pending),
         )
 
     assert resumed.status_code == 200, resumed.text

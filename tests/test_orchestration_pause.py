@@ -30,7 +30,7 @@ from agent_executor.redis import RedisConversationStore
 from .helpers import model_of
 from .helpers import named_agent as agent
 from .redis_server import RedisServer
-from .server_helpers import serve
+from .server_helpers import resume_body, serve
 
 RESUMED = AgentSelectedEvent(
     agent="billing", selected_by="handoff", detail="from triage, resuming its paused run"
@@ -235,17 +235,7 @@ async def test_the_service_resumes_a_paused_run_on_the_agent_that_paused() -> No
         (pending,) = done["pending_approvals"]
         resumed = await client.post(
             "/api/chat/stream",
-            json={
-                "session_id": "s",
-                "events": "json",
-                "approvals": [
-                    {
-                        "call_id": pending["call_id"],
-                        "approved": True,
-                        "approval_token": pending["approval_token"],
-                    }
-                ],
-            },
+            json=resume_body(pending),
         )
 
     body = resumed.text

@@ -6,7 +6,7 @@ are in ``test_redis_service.py``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -42,21 +42,12 @@ from agent_executor.redis import (
 from agent_executor.results import ToolCallRecord
 
 from .helpers import make_executor
-from .redis_server import RedisServer, redis_server
-
-
-@pytest.fixture(scope="module")
-def redis_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
+from .redis_server import RedisServer
 
 
 @pytest.fixture
-def server(redis_module: RedisServer) -> RedisServer:
-    if redis_module.process is None:
-        redis_module.start()
-    redis_module.flush()
-    return redis_module
+def server(redis_running: RedisServer) -> RedisServer:
+    return redis_running
 
 
 @pytest.fixture

@@ -203,17 +203,16 @@ class ModelTurns:
         cost = self._prices.cost(self._model.name, usage)
         run.add_usage(usage if cost is None else usage.model_copy(update={"cost_usd": cost}))
         self._telemetry.budget_stopped()
-        limits = run.limits
-        return over_budget(
-            "the model's output was cut off at about "
-            f"{run.usage.output_tokens if run.usage else meter.tokens} output tokens"
-            + (
-                f" of max_output_tokens {limits.max_output_tokens}"
-                if limits.max_output_tokens is not None
-                else ""
-            )
-            + (f" (max_cost_usd {limits.max_cost_usd})" if limits.max_cost_usd is not None else "")
+        written, limits = (
+            usage.output_tokens if run.usage is None else run.usage.output_tokens,
+            run.limits,
         )
+        what = f"the model's output was cut off at about {written} output tokens"
+        if limits.max_output_tokens is not None:
+            what += f" of max_output_tokens {limits.max_output_tokens}"
+        if limits.max_cost_usd is not None:
+            what += f" (max_cost_usd {limits.max_cost_usd})"
+        return over_budget(what)
 
     def _priced(self, response: ModelResponse) -> ModelResponse:
         """The response with what its tokens cost in its usage (when the price is known)."""

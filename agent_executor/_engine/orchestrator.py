@@ -25,6 +25,7 @@ from .budget import left_for_nested
 from .history import Conversations
 from .output_format import OutputFormat
 from .state import Caller, Emit, Mode, RunFailed, RunState, drop
+from .streaming import paragraph_break
 
 __all__ = [
     "MAX_NESTING",
@@ -172,13 +173,9 @@ class _Relay:
         self._run.emit(event)
 
     def _set_apart(self) -> None:
-        texts = self._run.texts
-        if not texts:
-            return
-        tail = "".join(texts[-2:])[-2:]
-        gap = "" if tail.endswith("\n\n") else "\n" if tail.endswith("\n") else "\n\n"
+        gap = paragraph_break(self._run.texts)
         if gap:
-            texts.append(gap)
+            self._run.texts.append(gap)
             self._run.emit(MessageEvent(gap))
 
 

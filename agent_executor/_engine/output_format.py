@@ -11,9 +11,15 @@ from pydantic import TypeAdapter, ValidationError
 from ..errors import ErrorCode
 from .state import RunFailed
 
-__all__ = ["OutputFormat"]
+__all__ = ["OutputFormat", "unfenced"]
 
 _FENCE_RE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
+
+
+def unfenced(text: str) -> str:
+    """A model's JSON answer without the Markdown code fence models like to put around it."""
+    fenced = _FENCE_RE.match(text)
+    return fenced.group(1) if fenced else text.strip()
 
 
 class OutputFormat:
@@ -53,8 +59,7 @@ class OutputFormat:
 
     def parse(self, text: str) -> Any:
         """The validated value of the model's answer; ``ValueError`` says what is wrong."""
-        fenced = _FENCE_RE.match(text)
-        body = fenced.group(1) if fenced else text.strip()
+        body = unfenced(text)
         if self._adapter is None:
             try:
                 return json.loads(body)

@@ -29,7 +29,13 @@ from .budget import BudgetStop, Meter
 from .state import Emit
 from .telemetry import TurnMetrics
 
-__all__ = ["ModelPolicy", "TurnOutput", "retry_delay", "stream_turn"]
+__all__ = [
+    "ModelPolicy",
+    "TurnOutput",
+    "paragraph_break",
+    "retry_delay",
+    "stream_turn",
+]
 
 logger = logging.getLogger("agent_executor.model")
 
@@ -311,12 +317,20 @@ def _break_between_turns(state: _TurnState, output: TurnOutput) -> None:
     run's text (what the user reads, ``AgentResult.content``), not the turn's own message."""
     state.pending_break = False
     texts = output.texts
-    tail = (texts[-2] + texts[-1] if len(texts) > 1 else texts[-1])[-2:]
-    gap = "" if tail == "\n\n" else "\n" if tail.endswith("\n") else "\n\n"
+    gap = paragraph_break(texts)
     if gap:
         texts.append(gap)
         state.text_from = len(texts)
         output.emit(MessageEvent(gap))
+
+
+def paragraph_break(texts: list[str]) -> str:
+    """What sets new text apart from ``texts`` (the run's text so far): a blank line, or what
+    completes one (``"\n"`` after a newline, nothing after a blank line or before any text)."""
+    if not texts:
+        return ""
+    tail = (texts[-2] + texts[-1] if len(texts) > 1 else texts[-1])[-2:]
+    return "" if tail == "\n\n" else "\n" if tail.endswith("\n") else "\n\n"
 
 
 async def _close(stream: AsyncIterator[Any]) -> None:

@@ -29,15 +29,15 @@ then the rounds go on. Each agent keeps its own conversation per session of the 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._engine.orchestrator import member_failed, member_session, run_member
+from .._engine.output_format import unfenced
 from .._engine.state import RunFailed, RunState
-from ..approvals import PendingRun
+from ..approvals import Approval, PendingRun
 from ..command import AgentCommand
 from ..errors import ConfigurationError, ErrorCode
 from ..events import AgentSelectedEvent
@@ -66,7 +66,6 @@ __all__ = [
 TERMINATE = "TERMINATE"
 """The default termination word, and the ``next_action`` that ends a group."""
 
-_FENCE_RE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
 _SHOWN_CHARS = 4000
 
 
@@ -400,7 +399,7 @@ class _Rounds:
         said: list[Said],
         name: str,
         query: str,
-        approvals: Any,
+        approvals: list[Approval] | None,
         last: bool = False,
     ) -> str | None:
         """One agent's round; its answer, or ``None`` when it paused the group."""
@@ -479,8 +478,7 @@ def _shown(text: str) -> str:
 
 
 def _checked_plan(answer: str, group: GroupView, said: Sequence[Said]) -> GroupPlan:
-    fenced = _FENCE_RE.match(answer)
-    body = fenced.group(1) if fenced else answer.strip()
+    body = unfenced(answer)
     if not body.startswith("{"):
         start, end = body.find("{"), body.rfind("}")
         if start == -1 or end < start:
