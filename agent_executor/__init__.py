@@ -8,6 +8,7 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 from ._engine.stream import EventStream
 from ._version import __version__
 from .approvals import Approval, PendingRun, PendingRunStore
+from .client_tools import ClientToolResult, NamedToolChoice, ToolChoice
 from .command import AgentCommand, ClientTool
 from .context import RunContext, current_run_context
 from .errors import (
@@ -24,6 +25,7 @@ from .errors import (
     RestToolError,
     ScriptExhaustedError,
     StoreUnavailable,
+    UnsupportedRequestError,
 )
 from .events import (
     AgentEvent,
@@ -127,6 +129,7 @@ __all__ = [
     "BM25Retriever",
     "ChatModel",
     "ClientTool",
+    "ClientToolResult",
     "CompactableStore",
     "ConfigurationError",
     "ConversationStore",
@@ -170,6 +173,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelRouter",
+    "NamedToolChoice",
     "NestedEvent",
     "NodeEndEvent",
     "NodeStartEvent",
@@ -206,6 +210,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallEvent",
     "ToolCallRecord",
+    "ToolChoice",
     "ToolEndEvent",
     "ToolMessage",
     "ToolNode",
@@ -213,6 +218,7 @@ __all__ = [
     "ToolResultScreen",
     "ToolResults",
     "ToolStartEvent",
+    "UnsupportedRequestError",
     "Usage",
     "UserMessage",
     "__version__",

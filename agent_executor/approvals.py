@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .client_tools import ClientTool
 from .messages import Message, ToolCall, ToolMessage, Usage
 
 __all__ = [
@@ -54,7 +55,14 @@ class PendingRun(BaseModel):
 
     ``orchestration`` is the state of a group or flow that paused because one of its agents
     did (its round or node, what was said so far), as that orchestrator wrote it; the agent's
-    own paused run is kept in the agent's memory, under the session it was given."""
+    own paused run is kept in the agent's memory, under the session it was given.
+
+    ``client_calls`` are the calls of client tools handed back to the caller (with the
+    ``client_tools`` that were on offer, offered again if the resuming command declares none);
+    ``history_length`` is how many of the command's explicit ``messages`` came before the run,
+    so that a resume giving the whole conversation again (as OpenAI clients do) is cut there
+    and the run's own messages, server tool calls included, take the place of the client's
+    view of them."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -67,6 +75,9 @@ class PendingRun(BaseModel):
     agent: str | None = None
     handoffs: int = 0
     orchestration: dict[str, Any] | None = None
+    client_calls: list[ToolCall] = Field(default_factory=list)
+    client_tools: list[ClientTool] = Field(default_factory=list)
+    history_length: int | None = None
 
 
 @runtime_checkable

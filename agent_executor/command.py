@@ -7,24 +7,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .approvals import Approval
+from .client_tools import ClientTool, ClientToolMode, ClientToolResult, ToolChoice
 from .messages import Message
 
 __all__ = ["AgentCommand", "ClientTool"]
-
-
-class ClientTool(BaseModel):
-    """A tool the client runs itself (a frontend tool), declared with the command.
-
-    The model may call it like any other; the run then waits for the client's answer (see
-    ``FrontendTool``). Its name must not clash with a tool of the executor.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    timeout: float | None = Field(default=None, gt=0, le=3600)
 
 
 class AgentCommand(BaseModel):
@@ -35,8 +21,12 @@ class AgentCommand(BaseModel):
     validate (usually a ``BaseModel`` subclass); the validated value ends up in
     ``AgentResult.output`` and ``DoneEvent.output``. ``max_tool_calls`` overrides the executor's
     limit for this run; ``model_params`` are passed to the model (temperature, ...).
-    ``client_tools`` are tools the client runs itself for this run; ``approvals`` resume a run
-    of this session that is waiting for approval (``user_prompt`` may then be empty).
+    ``client_tools`` are tools the client runs itself for this run: the run waits for their
+    answers, or with ``client_tool_mode="return"`` ends at their calls (``finish_reason``
+    ``tool_calls``) and is resumed by a command giving their ``tool_results``. ``approvals``
+    resume a run of this session that is waiting for approval (``user_prompt`` may then be
+    empty, as with ``tool_results``). ``tool_choice`` and ``parallel_tool_calls`` go to the
+    model on the turns that offer tools (see :data:`ToolChoice`).
     ``max_input_tokens``, ``max_output_tokens`` and ``max_cost_usd`` limit what this run may
     spend, below the executor's own limits (the lower of the two counts; see docs/spend.md).
     """
@@ -53,7 +43,17 @@ class AgentCommand(BaseModel):
     model_params: dict[str, Any] = Field(default_factory=dict)
     response_format: Any = "text"
     client_tools: list[ClientTool] = Field(default_factory=list)
+    client_tool_mode: ClientToolMode = "wait"
+    tool_results: list[ClientToolResult] | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
     approvals: list[Approval] | None = None
     max_input_tokens: int | None = Field(default=None, ge=1)
     max_output_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
+
+    @property
+    def resumes(self) -> bool:
+        """Whether this command goes on with a paused run (approvals or client tool results)
+        rather than starting one from ``user_prompt``."""
+        return self.approvals is not None or self.tool_results is not None

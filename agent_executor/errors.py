@@ -34,6 +34,7 @@ __all__ = [
     "RestToolError",
     "ScriptExhaustedError",
     "StoreUnavailable",
+    "UnsupportedRequestError",
     "retryable_status",
 ]
 
@@ -101,6 +102,16 @@ def retryable_status(status: int) -> bool:
     """Whether a provider's HTTP status is worth another attempt (408, 409, 429, 5xx): the one
     rule every model adapter classifies its failures by."""
     return status in (408, 409, 429) or status >= 500
+
+
+class UnsupportedRequestError(ModelError):
+    """Raised by a model that cannot honour a field of the request (``feature``, such as
+    ``response_format``): the caller is told so, in these words, instead of getting an answer
+    that ignores it."""
+
+    def __init__(self, message: str, *, feature: str) -> None:
+        super().__init__(message, status_code=400)
+        self.feature = feature
 
 
 class ScriptExhaustedError(ModelError):

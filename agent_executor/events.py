@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from .messages import Usage
+from .messages import Message, ToolCall, Usage
 from .results import FinishReason, PendingApproval, Source, ToolCallRecord, ToolStatus
 
 __all__ = [
@@ -91,7 +91,8 @@ class ToolEndEvent:
 @dataclass(frozen=True, slots=True)
 class ToolCallEvent:
     """A frontend tool was called: the client runs it and posts its result
-    (``POST /api/chat/tool-result``); the run waits for it."""
+    (``POST /api/chat/tool-result``) while the run waits for it, or, with
+    ``client_tool_mode="return"``, the run ends (``tool_calls``) and is resumed with it."""
 
     tool: str
     call_id: str
@@ -185,7 +186,9 @@ class ErrorEvent:
 @dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The last event of every stream, after an error too; ``sources`` are where the passages
-    a retrieval hook gave the model come from."""
+    a retrieval hook gave the model come from; ``client_tool_calls`` are the calls a run that
+    ended with ``tool_calls`` hands back to the client; ``messages`` is the conversation the run
+    leaves (see ``AgentResult.messages``), never sent to clients as it is."""
 
     finish_reason: FinishReason
     usage: Usage | None
@@ -194,6 +197,8 @@ class DoneEvent:
     output: Any = None
     pending_approvals: list[PendingApproval] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
+    client_tool_calls: list[ToolCall] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list, repr=False, compare=False)
     type: Literal["done"] = field(default="done", init=False, repr=False)
 
 

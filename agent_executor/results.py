@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from .messages import Usage
+from .messages import Message, ToolCall, Usage
 
 __all__ = [
     "AgentResult",
@@ -28,11 +28,13 @@ ToolStatus = Literal[
 """How a tool call ended (``tool_end.status``); none of these ends the run."""
 
 FinishReason = Literal[
-    "stop", "max_tool_calls", "max_turns", "error", "waiting_for_approval", "budget"
+    "stop", "max_tool_calls", "max_turns", "error", "waiting_for_approval", "budget", "tool_calls"
 ]
 """Why a run ended (``done.finish_reason``); ``waiting_for_approval``: paused until a person
 approves or rejects the calls in ``pending_approvals`` (the run resumes with a new command);
-``budget``: a spending limit of the run stopped it (with a ``budget_exceeded`` error)."""
+``budget``: a spending limit of the run stopped it (with a ``budget_exceeded`` error);
+``tool_calls``: paused at the client tools the model called (``client_tool_calls``), which the
+caller runs before resuming the run with their results (``client_tool_mode="return"``)."""
 
 
 class ToolCallRecord(BaseModel):
@@ -88,7 +90,11 @@ class AgentResult(BaseModel):
     ``message`` events; ``reasoning`` is the model's reasoning text (``reasoning`` events;
     ``None`` when the model gave none or reasoning events are off); ``output`` is the
     validated structured output, if the command asked; ``sources`` are where the passages a
-    retrieval hook gave the model come from.
+    retrieval hook gave the model come from; ``client_tool_calls`` are the client tools' calls
+    a run with ``finish_reason="tool_calls"`` hands back (arguments as the model wrote them);
+    ``messages`` is the conversation the run leaves, to continue it with explicit messages: the
+    history it went on from and the messages it added (tool calls with their results, server
+    tools' too; not the system prompt, not retrieved passages), left out of its JSON.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -104,3 +110,5 @@ class AgentResult(BaseModel):
     pending_approvals: list[PendingApproval] = []
     reasoning: str | None = None
     sources: list[Source] = []
+    client_tool_calls: list[ToolCall] = []
+    messages: list[Message] = Field(default_factory=list, exclude=True, repr=False)

@@ -31,7 +31,14 @@ from agent_executor import (
     tool,
 )
 
-from .fakes.openai_server import FakeOpenAIServer, Status, Stream, text_stream, tool_call_stream
+from .fakes.openai_server import (
+    FakeOpenAIServer,
+    Status,
+    Stream,
+    error_body,
+    text_stream,
+    tool_call_stream,
+)
 from .helpers import collect, sample, strip_timing
 
 MODEL = "openai/test-model"
@@ -356,3 +363,52 @@ def test_the_executor_sizes_the_fast_paths_pool_from_its_concurrency() -> None:
 
     assert sized._max_connections == 1000
     assert fixed._max_connections == 7
+
+
+async def test_formats_and_tool_choices_reach_the_provider_as_given(
+    server: FakeOpenAIServer, client: str
+) -> None:
+    """Both clients send what the command asks of the model: the provider's own
+    ``response_format`` (the library's types and OpenAI objects alike), ``tool_choice`` and
+    ``parallel_tool_calls`` (only with tools on offer)."""
+    form = {"type": "json_schema", "json_schema": {"name": "city", "schema": {"type": "object"}}}
+    server.script(
+        Stream(tool_call_stream([("c1", "get_weather", {"city": "Oslo"})])),
+        Stream(text_stream(['{"city": "Oslo"}'])),
+    )
+    executor = executor_for(server, client)
+
+    result = await executor.execute(
+        AgentCommand(
+            user_prompt="weather?",
+            response_format=form,
+            tool_choice="required",
+            parallel_tool_calls=False,
+        )
+    )
+
+    assert result.content == '{"city": "Oslo"}'
+    first, second = server.requests
+    assert first["response_format"] == second["response_format"] == form
+    assert (first["tool_choice"], first["parallel_tool_calls"]) == ("required", False)
+    assert second["tool_choice"] == "auto"  # the run has called a tool: the model may answer
+
+
+async def test_a_provider_refusing_the_format_is_unsupported_format_in_its_words(
+    server: FakeOpenAIServer, client: str
+) -> None:
+    refusal = error_body(400, "Invalid parameter: 'response_format' of type 'json_schema' is "
+                         "not supported with this model.")  # fmt: skip
+    server.script(Status(400, refusal), Status(400, refusal), Stream(text_stream(['{"a": 1}'])))
+    executor = executor_for(server, client)
+
+    client_format = await executor.execute(
+        AgentCommand(user_prompt="q", response_format={"type": "json_object"})
+    )
+    library_format = await executor.execute(AgentCommand(user_prompt="q", response_format="json"))
+
+    assert client_format.error is not None
+    assert client_format.error.code == "unsupported_format"
+    assert "response_format" in client_format.error.message
+    assert library_format.output == {"a": 1}  # asked again in words, without the field
+    assert "response_format" not in server.requests[-1]

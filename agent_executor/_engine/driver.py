@@ -19,6 +19,7 @@ import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -36,7 +37,7 @@ from ..spend import RunLimits
 from ..tools import FrontendTool, Tool
 from .approvals import Approvals, snapshot
 from .gate import ConcurrencyGate
-from .history import Conversations
+from .history import Conversations, before_paused
 from .loop import ReactLoop
 from .orchestrator import Orchestrator, conduct
 from .output_format import OutputFormat
@@ -211,14 +212,26 @@ class Driver:
         """The run's tools and its conversation so far: prompt, history, the user's message,
         or the paused run it resumes; returns the agent that goes on with it."""
         command = run.ctx.command
+        paused = await self._conversations.load_paused(command) if command.resumes else None
+        if paused is not None and paused.client_tools and not command.client_tools:
+            command = run.ctx.command = command.model_copy(
+                update={"client_tools": paused.client_tools}
+            )
         self._offer_tools(run, command)
         system = _with_format(command.system_prompt or self._settings.system_prompt, output)
         run.messages = [SystemMessage(content=system)] if system else []
-        run.messages += await self._conversations.load(command)
-        if command.approvals is None:
+        history = await self._conversations.load(command)
+        if command.messages is not None:
+            if paused is not None:
+                history = before_paused(history, paused) or []
+            run.prefix_length = len(history)
+        run.messages += history
+        run.history = history
+        if output is not None:
+            run.response_format, run.response_format_optional = output.native, output.repair
+        if paused is None:
             run.add(UserMessage(content=command.user_prompt))
             return self
-        paused = await self._conversations.load_paused(command)
         agent = self._resumer(run, paused, output)
         await agent._approvals.resume(run, max_calls, paused)
         return agent
@@ -305,28 +318,16 @@ class Driver:
 
     def _offer_tools(self, run: RunState, command: AgentCommand) -> None:
         """The run's tools: the executor's, plus the client's own for this run."""
-        if not command.client_tools:
-            run.tools, run.tool_specs = self._tools, self._tool_specs
-            return
-        clash = sorted({t.name for t in command.client_tools} & set(self._tools))
-        if clash:
-            raise RunFailed(
-                ErrorCode.INVALID_INPUT,
-                f"client tools may not reuse the agent's tool names: {clash}",
-            )
-        extra = {
-            t.name: FrontendTool(t.name, t.description, t.parameters, timeout=t.timeout or 30.0)
-            for t in command.client_tools
-        }
-        run.tools = {**self._tools, **extra}
-        run.tool_specs = self._tool_specs + [t.spec() for t in extra.values()]
+        run.tools, run.tool_specs = self._tools, self._tool_specs
+        if command.client_tools:
+            run.tools, run.tool_specs = _with_client_tools(run.tools, run.tool_specs, command)
 
     async def _finish(self, run: RunState, span: Span) -> None:
         """Close the run: pending tools, memory, hooks, telemetry, then the closing events."""
         self._tool_runner.close_pending(run)
         if run.error is None or _whole_turns_kept(run):
             paused = None
-            if run.finish_reason == "waiting_for_approval":
+            if run.finish_reason in ("waiting_for_approval", "tool_calls"):
                 paused = run.paused or snapshot(run)
             await self._conversations.save(run, paused)
         if self._hooks:
@@ -357,6 +358,24 @@ class Driver:
                 )
 
 
+def _with_client_tools(
+    tools: Mapping[str, Tool], specs: list[dict[str, Any]], command: AgentCommand
+) -> tuple[dict[str, Tool], list[dict[str, Any]]]:
+    """The executor's tools and the client's, which may not reuse their names."""
+    clash = sorted({t.name for t in command.client_tools} & set(tools))
+    if clash:
+        raise RunFailed(
+            ErrorCode.INVALID_INPUT, f"client tools may not reuse the agent's tool names: {clash}"
+        )
+    extra = {
+        t.name: FrontendTool(
+            t.name, t.description, t.parameters, timeout=t.timeout or 30.0, strict=t.strict
+        )
+        for t in command.client_tools
+    }
+    return {**tools, **extra}, specs + [t.spec() for t in extra.values()]
+
+
 def _whole_turns_kept(run: RunState) -> bool:
     """A run its spending limit stopped keeps its whole turns (the turn it cut was never
     added), when it has one: a user message with no answer is not worth keeping."""
@@ -367,7 +386,7 @@ def _whole_turns_kept(run: RunState) -> bool:
 
 def _with_format(system: str | None, output: OutputFormat | None) -> str | None:
     """The system prompt with the requested output format's instructions."""
-    if output is None:
+    if output is None or not output.instructions:
         return system
     return f"{system}\n\n{output.instructions}" if system else output.instructions
 

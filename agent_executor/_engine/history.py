@@ -9,6 +9,7 @@ so the history never holds a tool call without its result.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from ..approvals import PendingRun, PendingRunStore
 from ..command import AgentCommand
@@ -19,12 +20,12 @@ from ..memory import (
     InMemoryConversationStore,
     compact_history,
 )
-from ..messages import Message
+from ..messages import AssistantMessage, Message, ToolMessage, UserMessage
 from ..observability import Metrics
 from ..results import ErrorInfo
 from .state import RunFailed, RunState
 
-__all__ = ["Conversations"]
+__all__ = ["Conversations", "before_paused"]
 
 logger = logging.getLogger("agent_executor")
 
@@ -72,23 +73,38 @@ class Conversations:
         )
 
     async def load_paused(self, command: AgentCommand) -> PendingRun:
-        """The session's paused run, which the command's approvals settle."""
-        if command.session_id is None:
+        """The paused run the command resumes: the session's, or, without a session, the one
+        that handed back the client calls whose results the command gives.
+
+        A command giving the whole conversation again (``messages``, as OpenAI clients send
+        it) whose paused run is not kept (expired, or kept by a replica without a shared
+        store) goes on from the conversation's last assistant turn, as the client saw it.
+        """
+        results = [result.call_id for result in command.tool_results or ()]
+        key = command.session_id or (_calls_key(results) if results else None)
+        if key is None:
             raise RunFailed(ErrorCode.INVALID_INPUT, "approvals need the session_id of the run")
-        paused = await self.pending_store.load_pending(command.user_id, command.session_id)
-        if paused is None:
+        paused = await self.pending_store.load_pending(command.user_id, key)
+        if paused is not None and _fits(paused, command):
+            return paused
+        from_messages = _from_messages(command)
+        if from_messages is not None:
+            return from_messages
+        if results:
             raise RunFailed(
-                ErrorCode.INVALID_INPUT, "nothing in this session is waiting for approval"
+                ErrorCode.INVALID_INPUT,
+                f"no run is waiting for the results of the calls {sorted(results)}",
             )
-        return paused
+        raise RunFailed(ErrorCode.INVALID_INPUT, "nothing in this session is waiting for approval")
 
     async def save(self, run: RunState, paused: PendingRun | None) -> None:
         """Append the run to the history, or keep the ``paused`` run until it resumes."""
         command = run.ctx.command
-        if command.session_id is None:
-            return
         user, session = command.user_id, command.session_id
         try:
+            if session is None:
+                await self._save_sessionless(command, paused)
+                return
             if paused is not None:
                 await self.pending_store.save_pending(user, session, paused)
                 return
@@ -106,3 +122,70 @@ class Conversations:
                     message="the conversation could not be saved",
                 )
             )
+
+    async def _save_sessionless(self, command: AgentCommand, paused: PendingRun | None) -> None:
+        """Without a session only a run that handed calls back to the client is kept, under
+        its calls' ids; the paused run it went on with is forgotten."""
+        user = command.user_id
+        if command.tool_results:
+            resumed = _calls_key(result.call_id for result in command.tool_results)
+            await self.pending_store.delete_pending(user, resumed)
+        if paused is not None and paused.client_calls:
+            key = _calls_key(call.id for call in paused.client_calls)
+            await self.pending_store.save_pending(user, key, paused)
+
+
+def _calls_key(call_ids: Iterable[str]) -> str:
+    """Where a run without a session waits for its client calls' results: under their ids
+    (the model's ids; providers make them unique), which the resuming command gives back."""
+    return "tool-calls:" + ",".join(sorted(call_ids))
+
+
+def _fits(paused: PendingRun, command: AgentCommand) -> bool:
+    """Whether the command's messages still hold the conversation the paused run went on."""
+    return command.messages is None or before_paused(command.messages, paused) is not None
+
+
+def before_paused(messages: list[Message], paused: PendingRun) -> list[Message] | None:
+    """The part of a resuming command's ``messages`` before the paused run: they end with the
+    client's view of it, which the paused run's own messages replace. The run began with the
+    user's message, found again by its content (the client may have changed what came before:
+    an instructions message, an earlier turn); a run that began otherwise is cut where it
+    began. ``None`` when the messages no longer hold it."""
+    first = paused.messages[0] if paused.messages else None
+    if isinstance(first, UserMessage):
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index] == first:
+                return messages[:index]
+        return None
+    length = paused.history_length
+    return None if length is None or length > len(messages) else messages[:length]
+
+
+def _from_messages(command: AgentCommand) -> PendingRun | None:
+    """A paused run made from the conversation the command gives: its last assistant turn,
+    whose calls not answered after it the command's results answer (``None`` if it has no
+    such turn)."""
+    messages = command.messages
+    if not command.tool_results or not messages:
+        return None
+    turn = next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AssistantMessage)),
+        None,
+    )
+    if turn is None:
+        return None
+    assistant = messages[turn]
+    assert isinstance(assistant, AssistantMessage)
+    results = [m for m in messages[turn + 1 :] if isinstance(m, ToolMessage)]
+    answered = {m.tool_call_id for m in results}
+    calls = [call for call in assistant.tool_calls if call.id not in answered]
+    if not calls:
+        return None
+    return PendingRun(
+        messages=[assistant],
+        results=results,
+        pending=[],
+        client_calls=calls,
+        history_length=turn,
+    )

@@ -48,7 +48,7 @@ class ReactLoop:
         offer_tools, limit_hit = max_calls > 0, False
         while run.turns < self._max_turns:
             response, calls, turn_limit_hit = await self._turn(run, offer_tools, max_calls)
-            if run.approvals.held:
+            if run.approvals:
                 self._approvals.pause(run)
                 return
             if run.handoff is not None:
@@ -123,6 +123,11 @@ class ReactLoop:
             run.output = output.parse(text)
             return True
         except ValueError as exc:
+            if not output.repair:
+                raise RunFailed(
+                    ErrorCode.UNSUPPORTED_FORMAT,
+                    f"the model did not answer in the requested response_format: {exc}",
+                ) from None
             if run.repaired:
                 raise RunFailed(
                     ErrorCode.UNSUPPORTED_FORMAT,

@@ -19,7 +19,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ErrorCode, HookRejection, ModelError, ScriptExhaustedError
+from ..errors import (
+    ErrorCode,
+    HookRejection,
+    ModelError,
+    ScriptExhaustedError,
+    UnsupportedRequestError,
+)
 from ..guards import OutputBlocked, OutputGuard
 from ..hooks import HookChain
 from ..messages import ToolCall, Usage
@@ -29,6 +35,7 @@ from .budget import BudgetStop, Meter, allowance, estimate_input_tokens, over_bu
 from .state import RunFailed, RunState
 from .streaming import ModelPolicy, TurnOutput, stream_turn
 from .telemetry import RunTelemetry
+from .tool_choice import tool_params
 
 __all__ = ["ModelHealth", "ModelTurns"]
 
@@ -93,6 +100,7 @@ class ModelTurns:
         "_prices",
         "_reasoning_events",
         "_telemetry",
+        "_unconstrained",
     )
 
     def __init__(
@@ -116,6 +124,8 @@ class ModelTurns:
         self._output_guard = output_guard
         self._reasoning_events = reasoning_events
         self._health = health
+        self._unconstrained = False
+        """Set once the model said it cannot take a ``response_format``."""
 
     async def run(
         self,
@@ -127,11 +137,25 @@ class ModelTurns:
         run.turns += 1
         run.ctx.turn = run.turns
         params = {**self._params, **run.ctx.command.model_params}
+        if run.response_format is not None and not (
+            run.response_format_optional and self._unconstrained
+        ):
+            params["response_format"] = run.response_format
+        if tools:
+            tool_params(run, params)
         request = ModelRequest(list(run.messages), tools, params)
         telemetry = self._telemetry
         with telemetry.model_span(run) as span:
             try:
-                response = await self._stream(run, request, on_call)
+                response = await self._stream_in_format(run, request, on_call)
+            except UnsupportedRequestError as exc:
+                code = (
+                    ErrorCode.UNSUPPORTED_FORMAT
+                    if exc.feature == "response_format"
+                    else ErrorCode.INVALID_INPUT
+                )
+                telemetry.model_failed(span, code, exc.message)
+                raise RunFailed(code, exc.message) from None
             except HookRejection as exc:
                 telemetry.model_failed(span, ErrorCode.HOOK_REJECTED, exc.reason)
                 raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
@@ -147,6 +171,23 @@ class ModelTurns:
             telemetry.model_answered(span, response)
         self._health.answered()
         return response
+
+    async def _stream_in_format(
+        self,
+        run: RunState,
+        request: ModelRequest,
+        on_call: Callable[[ToolCall], None] | None,
+    ) -> ModelResponse:
+        """Stream the turn; a model that cannot constrain its output to the run's format is
+        asked again without it when the run checks the answer itself (and from then on)."""
+        try:
+            return await self._stream(run, request, on_call)
+        except UnsupportedRequestError as exc:
+            if exc.feature != "response_format" or not run.response_format_optional:
+                raise
+            self._unconstrained = True
+            params = {k: v for k, v in request.params.items() if k != "response_format"}
+            return await self._stream(run, replace(request, params=params), on_call)
 
     async def _stream(
         self,

@@ -75,7 +75,16 @@ async def conduct(
             ErrorCode.UNSUPPORTED_FORMAT,
             f"{run.ctx.agent} answers in text: its agents' answers are its answer",
         )
+    if command.tool_results is not None or (
+        command.client_tools and command.client_tool_mode == "return"
+    ):
+        raise RunFailed(
+            ErrorCode.INVALID_INPUT,
+            f"{run.ctx.agent} runs its agents' tools itself: client tools that hand their calls "
+            "back are for agents",
+        )
     run.messages = await conversations.load(command)
+    run.history = list(run.messages)
     if command.approvals is None:
         run.add(UserMessage(content=command.user_prompt))
         await orchestrator.start(run)

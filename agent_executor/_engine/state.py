@@ -99,17 +99,27 @@ class ToolBudget:
 
 
 class ApprovalState:
-    """Calls held for a person's decision, and the approvals the paused run asks for."""
+    """Calls held for a person's decision or handed back to the client, and the approvals the
+    paused run asks for."""
 
-    __slots__ = ("held", "requested")
+    __slots__ = ("client", "held", "requested")
 
     def __init__(self) -> None:
         self.held: list[ToolCall] = []
+        self.client: list[ToolCall] = []
         self.requested: list[PendingApproval] = []
+
+    def __bool__(self) -> bool:
+        """Whether the turn stops at held calls (the run pauses)."""
+        return bool(self.held or self.client)
 
     def hold(self, call: ToolCall) -> None:
         """Keep ``call`` from running until a person decides (counted when decided)."""
         self.held.append(call)
+
+    def hand_back(self, call: ToolCall) -> None:
+        """Leave a client tool's ``call`` to the caller (counted when its result comes)."""
+        self.client.append(call)
 
     def request(self, approval: PendingApproval) -> None:
         self.requested.append(approval)
@@ -136,14 +146,18 @@ class RunState:
         "finish_reason",
         "handoff",
         "handoffs",
+        "history",
         "limits",
         "messages",
         "new_messages",
         "output",
         "paused",
         "pending",
+        "prefix_length",
         "reasoning",
         "repaired",
+        "response_format",
+        "response_format_optional",
         "started",
         "texts",
         "tool_specs",
@@ -179,6 +193,15 @@ class RunState:
         self.paused: PendingRun | None = None
         """What an orchestrator keeps of a run it paused (a group's or flow's own state);
         ``None``: the driver takes the paused run's state from the run itself."""
+        self.history: list[Message] = []
+        """The conversation before the run (stored, or the command's), as it went on from it."""
+        self.prefix_length: int | None = None
+        """How many of the command's explicit messages the run continues (kept with a pause)."""
+        self.response_format: dict[str, Any] | None = None
+        """The provider's ``response_format`` every model call of the run is sent with."""
+        self.response_format_optional = False
+        """Whether the run checks its answer itself, so a model that cannot constrain its
+        output may be called without ``response_format``."""
 
     @property
     def records(self) -> list[ToolCallRecord]:
@@ -213,7 +236,13 @@ class RunState:
             output=self.output,
             pending_approvals=list(self.approvals.requested),
             sources=list(self.ctx.sources),
+            client_tool_calls=list(self.approvals.client),
+            messages=self.conversation(),
         )
+
+    def conversation(self) -> list[Message]:
+        """The history the run went on from and the messages it added."""
+        return [*self.history, *self.new_messages]
 
     def result(self) -> AgentResult:
         """The outcome as ``execute()`` returns it."""
@@ -229,4 +258,6 @@ class RunState:
             pending_approvals=list(self.approvals.requested),
             reasoning="".join(self.reasoning) if self.reasoning else None,
             sources=list(self.ctx.sources),
+            client_tool_calls=list(self.approvals.client),
+            messages=self.conversation(),
         )

@@ -413,22 +413,31 @@ class ToolBatch:
     def _admit(
         self, call: ToolCall, decision: Decision | None, approved: bool
     ) -> tuple[bool, Decision | None]:
-        """Whether ``call`` is to run now, and the decision that settles it (if any)."""
+        """Whether ``call`` is to run now, and the decision that settles it (if any).
+
+        A call that needs a person's approval, or a client tool's call in a run that hands
+        those back, is held instead (counted when settled, on resume), unless it is settled
+        already (``decision``, ``approved``) or no call is left under the limit.
+        """
         if call.id in self._ids:
             return False, decision
-        tool = self._run.tools.get(call.name)
+        run = self._run
+        tool = run.tools.get(call.name)
         if (
             decision is None
             and not approved
             and tool is not None
-            and tool.requires_approval
-            and not self._run.budget.spent(self._max_calls)  # no one is asked
+            and not run.budget.spent(self._max_calls)  # no one is asked
         ):
-            self._run.approvals.hold(call)  # counted when decided, on resume
-            return False, decision
+            if tool.requires_approval:
+                run.approvals.hold(call)
+                return False, decision
+            if isinstance(tool, FrontendTool) and run.ctx.command.client_tool_mode == "return":
+                run.approvals.hand_back(call)
+                return False, decision
         self._ids.add(call.id)
         self._started.append(call)
-        decision = self._runner.plan(self._run, call, self._max_calls, decision)
+        decision = self._runner.plan(run, call, self._max_calls, decision)
         if decision is not None and decision.over_limit:
             self.limit_hit = True
         return True, decision

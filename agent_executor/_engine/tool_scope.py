@@ -64,10 +64,10 @@ class ToolScope:
                 f"not transferred: this turn already hands the conversation over "
                 f"({run.handoff.tool})"
             )
-        if run.approvals.held:
+        if run.approvals:
             return (
-                "not transferred: other calls of this turn wait for a person's approval; "
-                "the run pauses first"
+                "not transferred: other calls of this turn wait for a person's approval or "
+                "for the client; the run pauses first"
             )
         if run.handoffs >= MAX_HANDOFFS:
             return (

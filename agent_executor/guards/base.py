@@ -85,7 +85,7 @@ class InputValidationGuard:
     async def check(self, ctx: RunContext) -> None:
         """Raise ``invalid_input`` if the command's text is unacceptable."""
         command = ctx.command
-        if not command.user_prompt.strip() and not command.approvals:
+        if not command.user_prompt.strip() and not command.resumes:
             raise _invalid("the message is empty")
         texts = [command.user_prompt, command.system_prompt or ""]
         texts += [getattr(m, "content", "") for m in command.messages or ()]

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
+from ..errors import UnsupportedRequestError
 from ..messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .base import ModelChunk, ModelRequest
 from .scripted import ScriptItem, call, text_turn, tool_turn
@@ -59,7 +60,14 @@ class DemoModel:
         return self._name
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
-        """Answer the request's last message."""
+        """Answer the request's last message; a ``response_format`` it cannot honour (it
+        writes prose) is refused."""
+        if "response_format" in request.params:
+            raise UnsupportedRequestError(
+                "the demo model cannot answer in a response_format; serve a real model "
+                "(--model) for structured output",
+                feature="response_format",
+            )
         items = self._respond(request)
         for item in items:
             if isinstance(item, ModelChunk):

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
-from ..errors import ModelError, retryable_status
+from ..errors import ModelError, UnsupportedRequestError, retryable_status
 from ..messages import Usage, to_openai_messages
 from .base import ModelChunk, ModelRequest, ToolCallDelta
 
@@ -96,6 +96,7 @@ class LiteLLMModel:
         }
         if request.tools:
             kwargs["tools"] = request.tools
+        _check_supported(litellm, self._model, kwargs)
         try:
             response = await litellm.acompletion(**kwargs)
         except Exception as exc:
@@ -235,6 +236,36 @@ def _groq_usage(chunk: Any) -> Usage | None:
     )
 
 
+_ASKED = ("response_format", "tool_choice", "parallel_tool_calls")
+"""Request fields that change the answer, which a provider that cannot take them refuses."""
+
+
+def _check_supported(litellm: ModuleType, model: str, kwargs: dict[str, Any]) -> None:
+    """Refuse what the provider cannot do (by litellm's own list of each provider's
+    parameters) before calling it: a ``response_format`` or a forced ``tool_choice`` it would
+    ignore, or that litellm would refuse in words of its own. ``parallel_tool_calls`` and an
+    ``auto`` tool choice are hints, dropped when the provider has no such parameter."""
+    asked = [name for name in _ASKED if name in kwargs]
+    if not asked:
+        return
+    try:
+        supported = litellm.get_supported_openai_params(model=model)
+    except Exception:
+        supported = None
+    if not isinstance(supported, list):
+        return  # a provider litellm has no list for: let the provider answer
+    for name in asked:
+        if name in supported:
+            continue
+        if name == "parallel_tool_calls" or kwargs[name] == "auto":
+            del kwargs[name]
+            continue
+        raise UnsupportedRequestError(
+            f"the model {model} cannot take {name} (its provider has no such parameter)",
+            feature=name,
+        )
+
+
 def _translate(exc: Exception) -> ModelError:
     """litellm's exception → :class:`ModelError` (the one place provider errors are mapped)."""
     if isinstance(exc, ModelError):
@@ -246,6 +277,11 @@ def _translate(exc: Exception) -> ModelError:
     if status is None and any(key in name for key in ("Connection", "Timeout", "Unavailable")):
         retryable = True
     message = getattr(exc, "message", None) or str(exc) or name
+    refused = next((field for field in _ASKED if field in message), None)
+    if status in (400, 422) and refused is not None:
+        return UnsupportedRequestError(
+            f"the model's provider refused {refused} (HTTP {status})", feature=refused
+        )
     return ModelError(
         f"{name}: {message}", retryable=retryable, status_code=status, retry_after=_retry_after(exc)
     )

@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from ..errors import ModelError, retryable_status
+from ..errors import ModelError, UnsupportedRequestError, retryable_status
 from ..messages import Usage, to_openai_messages
 from .base import ModelChunk, ModelRequest, ToolCallDelta
 
@@ -312,12 +312,22 @@ async def _http_error(response: aiohttp.ClientResponse) -> ModelError:
     except (orjson.JSONDecodeError, AttributeError):
         message = None
     retryable = retryable_status(status)
+    if status in (400, 422) and message:
+        refused = next((name for name in _ASKED if name in message), None)
+        if refused is not None:
+            return UnsupportedRequestError(
+                f"the model's endpoint refused {refused} (HTTP {status})", feature=refused
+            )
     return ModelError(
         f"HTTP {status}: {message or text or response.reason}",
         retryable=retryable,
         status_code=status,
         retry_after=_retry_after(response.headers.get("Retry-After")),
     )
+
+
+_ASKED = ("response_format", "tool_choice", "parallel_tool_calls")
+"""Request fields that change the answer: an endpoint refusing one is told apart."""
 
 
 def _retry_after(value: str | None) -> float | None:

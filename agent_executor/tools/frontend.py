@@ -32,6 +32,7 @@ class FrontendTool(Tool):
     run waits, up to ``timeout`` seconds (default 30), for the client to answer through
     ``AgentExecutor.tool_results.deliver`` (``POST /api/chat/tool-result`` in the service).
     Only the run's own user may answer. No answer in time gives the call status ``timeout``.
+    ``strict`` asks the model to follow ``parameters`` exactly (OpenAI's strict mode).
     """
 
     def __init__(
@@ -41,6 +42,7 @@ class FrontendTool(Tool):
         parameters: dict[str, Any] | None = None,
         *,
         timeout: float = 30.0,
+        strict: bool = False,
     ) -> None:
         super().__init__(
             name=name,
@@ -48,6 +50,15 @@ class FrontendTool(Tool):
             parameters=parameters or {"type": "object", "properties": {}},
             timeout=timeout,
         )
+        self.strict = strict
+
+    def spec(self) -> dict[str, Any]:
+        """The function spec offered to the model; ``strict`` as the client declared it (the
+        model must then follow ``parameters`` exactly, where the provider supports that)."""
+        spec = super().spec()
+        if self.strict:
+            spec["function"]["strict"] = True
+        return spec
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
         """Not called: the executor waits for the client's answer instead."""
