@@ -16,11 +16,12 @@ from agent_executor.spend import UserBudget
 
 from . import routes, static_files, usage
 from .health import HealthChecks
+from .mcp import add_mcp_routes
 from .middleware import Middleware, auth_middleware, cors_middleware, request_middleware
-from .openai_api import add_openai_routes
 from .settings import Settings
 from .sse import Streams
 from .state import AGENTS, SETTINGS, STATE, TRUSTED_PROXIES, ServiceState
+from .v1 import add_v1_routes
 
 __all__ = ["create_app"]
 
@@ -65,7 +66,8 @@ def create_app(
     routes.add_routes(app)
     app.router.add_get("/api/usage", usage.usage)
     static_files.add_static_routes(app)
-    add_openai_routes(app)
+    add_v1_routes(app)
+    add_mcp_routes(app)
     app.on_shutdown.append(_drain_streams)
     app.on_cleanup.append(_close)
     return app

@@ -498,7 +498,7 @@ def openapi_document() -> dict[str, Any]:
             "/v1/chat/completions": {
                 "post": {
                     "summary": "OpenAI-compatible chat completion (model = agent name; the agent "
-                    "runs its tools on the server)",
+                    "runs its tools on the server, the client's tools come back as tool_calls)",
                     "requestBody": {
                         "required": True,
                         "content": {
@@ -519,12 +519,55 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/responses": {
+                "post": {
+                    "summary": "OpenAI Responses API (model = agent name; the client's function "
+                    "tools come back as function_call items; previous_response_id continues a "
+                    "stored response)",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "object", "required": ["model", "input"]}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "A response object, or its event stream",
+                            "content": {
+                                "application/json": {"schema": {"type": "object"}},
+                                "text/event-stream": {"schema": {"type": "string"}},
+                            },
+                        },
+                        **_OPENAI_ERRORS,
+                    },
+                }
+            },
             "/v1/models": {
                 "get": {
                     "summary": "The configured agents (OpenAI list shape)",
                     "responses": {
                         "200": _json("A model list", {"type": "object"}),
                         "401": _OPENAI_ERRORS["401"],
+                    },
+                }
+            },
+            "/v1/models/{model}": {
+                "get": {
+                    "summary": "One configured agent, group or flow (OpenAI model shape)",
+                    "parameters": [
+                        {
+                            "name": "model",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {
+                        "200": _json("The model", {"type": "object"}),
+                        "401": _OPENAI_ERRORS["401"],
+                        "404": _OPENAI_ERRORS["404"],
                     },
                 }
             },

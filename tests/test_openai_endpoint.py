@@ -74,26 +74,57 @@ def test_an_unknown_model_is_a_404(base: str) -> None:
         client(base).chat.completions.create(model="gpt-99", messages=WEATHER)
 
 
+UNKNOWN_CALL = [
+    *WEATHER,
+    {"role": "assistant", "content": None, "tool_calls": []},
+    {"role": "tool", "tool_call_id": "call_nobody_made", "content": "42"},
+]
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("kwargs", "param", "message"),
     [
         (
-            {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
-            "client-supplied tools are not supported",
+            {"tools": [{"type": "function", "function": {"name": "get_weather"}}]},
+            "tools",
+            r"clash with the agent's own tools of the same name",
         ),
         (
-            {"messages": [{"role": "assistant", "content": "hi"}]},
-            "the last message must be a non-empty user message",
+            {"tools": [{"type": "function", "function": {"name": "bad name!"}}]},
+            "tools",
+            r"tools\[0\]\.name",
         ),
-        ({"n": 2}, "only n=1 is supported"),
+        ({"tools": [{"type": "web_search"}]}, "tools", "only function tools are supported"),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "sing"},
+            "tool_choice",
+            "tool_choice must be",
+        ),
+        ({"messages": UNKNOWN_CALL}, "messages", "call_nobody_made"),
+        (
+            {"messages": [{"role": "assistant", "content": "hi"}]},
+            "messages",
+            "must end with a user message or tool results",
+        ),
+        ({"n": 2}, "n", "only n=1 is supported"),
+        ({"response_format": {"type": "xml"}}, "response_format", "json_schema"),
+        ({"functions": [{"name": "f"}]}, "functions", "use 'tools'"),
     ],
 )
 def test_bad_requests_are_400s_in_openai_shape(
-    base: str, kwargs: dict[str, object], message: str
+    base: str, kwargs: dict[str, object], param: str, message: str
 ) -> None:
     arguments: dict[str, object] = {"model": "default", "messages": WEATHER, **kwargs}
-    with pytest.raises(openai.BadRequestError, match=message):
+    with pytest.raises(openai.BadRequestError, match=message) as caught:
         client(base).chat.completions.create(**arguments)  # type: ignore[call-overload]
+    assert caught.value.param == param
+    assert caught.value.code == "invalid_input"
+
+
+def test_a_model_is_described_by_id(base: str) -> None:
+    assert client(base).models.retrieve("default").id == "default"
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        client(base).models.retrieve("gpt-99")
 
 
 def test_api_keys_are_required_when_configured(tmp_path: Path) -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 
 import anyio
 from aiohttp import web
 
-from agent_executor import AgentEvent, DoneEvent, ErrorEvent, EventStream
+from agent_executor import AgentEvent, DoneEvent, ErrorEvent
 from agent_executor.observability import Metrics
 
 from ..keys import REQUEST_ID
@@ -27,12 +27,15 @@ __all__ = ["SHUTTING_DOWN", "SSEWriter", "StreamMonitor", "Streams", "first_even
 
 logger = logging.getLogger("server.sse")
 
+Events = AsyncGenerator[AgentEvent, None]
+"""A run's events: an ``EventStream``, or a generator over one (an endpoint's own step)."""
+
 SHUTTING_DOWN = ErrorEvent(code="overloaded", message="the server is shutting down")
 """The error that ends a stream still open when the shutdown grace period is over: the code
 clients already retry on (SPEC section 3), as before the ``unavailable`` code existed."""
 
 
-async def first_event(events: EventStream, wait: float) -> asyncio.Task[AgentEvent]:
+async def first_event(events: Events, wait: float) -> asyncio.Task[AgentEvent]:
     """Start ``events`` and wait at most ``wait`` seconds for its first event: the task taking
     it, done or still waiting (awaiting it later takes the event; cancelling it ends the run).
     """
@@ -274,7 +277,7 @@ class Streams:
     async def respond(
         self,
         request: web.Request,
-        events: EventStream,
+        events: Events,
         encoder: EventEncoder,
         refuse: Callable[[ErrorEvent], web.StreamResponse],
         *,
@@ -339,7 +342,7 @@ class Streams:
     @staticmethod
     async def _stream(
         writer: SSEWriter,
-        events: EventStream,
+        events: Events,
         before: AgentEvent | None,
         first: asyncio.Future[AgentEvent],
     ) -> None:

@@ -41,7 +41,7 @@ from aiohttp import web
 from .local import serve_locally
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from types import TracebackType
 
 __all__ = [
@@ -481,6 +481,7 @@ class FakeOpenAIServer:
     def __init__(self, *, host: str = "127.0.0.1") -> None:
         self._host = host
         self._queue: deque[Response] = deque()
+        self._responder: Callable[[JsonDict], Response] | None = None
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
         self._port: int | None = None
@@ -501,6 +502,11 @@ class FakeOpenAIServer:
     def script(self, *responses: Response) -> None:
         """Queue responses; each request consumes the next one."""
         self._queue.extend(responses)
+
+    def respond_with(self, responder: Callable[[JsonDict], Response] | None) -> None:
+        """Answer every request the script does not cover with ``responder(body)`` (a model
+        that decides from what it is asked; see tests/fakes/tool_model.py)."""
+        self._responder = responder
 
     @property
     def pending(self) -> int:
@@ -587,6 +593,8 @@ class FakeOpenAIServer:
         peer = request.transport.get_extra_info("peername") if request.transport else None
         self.client_ports.append(peer[1] if peer else None)
 
+        if not self._queue and self._responder is not None:
+            self._queue.append(self._responder(self.requests[-1]))
         if not self._queue:
             return web.json_response(
                 error_body(500, EXHAUSTED_MESSAGE, code="script_exhausted"),
