@@ -3,6 +3,8 @@
 Flags win over environment variables (SPEC section 5). With no model configured the service
 runs on the offline ``DemoModel``; without ``--tools`` it registers the demo tools. With
 ``--agents AGENTS.json`` it runs several named agents, optionally behind a router.
+``agent-executor mcp`` builds the same service from the same flags and serves its agents as MCP
+tools over stdio (:mod:`.mcp_stdio`, docs/mcp-server.md).
 
 The steps, each its own module: :func:`build_parser` reads the command line,
 :meth:`ServeConfig.from_args` resolves flags, environment and defaults, :func:`build_service`

@@ -1,7 +1,10 @@
-"""The command line of SPEC section 5: ``agent-executor serve [flags]``.
+"""The command line of SPEC section 5: ``agent-executor serve [flags]``, and ``agent-executor
+mcp [flags]``, the same agents as MCP tools over stdio (docs/mcp-server.md).
 
 One function per group of flags; the defaults are :class:`ServeConfig`'s, and the environment
-variables are read by :meth:`ServeConfig.from_args`, not here.
+variables are read by :meth:`ServeConfig.from_args`, not here. ``mcp`` takes every flag of
+``serve`` but those of the HTTP service, which it refuses as unknown (no address to bind, no
+API keys to check: the client starts the process and talks to it alone).
 """
 
 from __future__ import annotations
@@ -20,8 +23,20 @@ _Add = Callable[..., argparse.Action]
 """A group's ``add_argument``."""
 
 
+_HTTP_ONLY = {
+    "host": None,
+    "port": None,
+    "heartbeat": _DEFAULT.heartbeat_seconds,
+    "shutdown_grace": _DEFAULT.shutdown_grace_seconds,
+    "api_keys_file": None,
+    "cors_origins": None,
+    "trusted_proxies": None,
+}
+"""What ``mcp`` leaves the HTTP service's flags at (it does not take them)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``agent-executor`` parser and its ``serve`` command."""
+    """The ``agent-executor`` parser and its ``serve`` and ``mcp`` commands."""
     parser = argparse.ArgumentParser(
         prog="agent-executor", description="Run LLM agents as a streaming service."
     )
@@ -29,13 +44,27 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the HTTP service")
     _service_flags(serve.add_argument_group("HTTP service").add_argument)
-    _model_flags(serve.add_argument_group("model").add_argument)
-    _agent_flags(serve.add_argument_group("agents and tools").add_argument)
-    _guard_flags(serve.add_argument_group("guards").add_argument)
-    _spend_flags(serve.add_argument_group("spend").add_argument)
-    _state_flags(serve.add_argument_group("shared state and conversation history").add_argument)
-    _process_flags(serve.add_argument_group("process").add_argument)
+    _agent_service_flags(serve)
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the agents as MCP tools over stdio (for desktop MCP clients)",
+        description="Serve the agents (and groups and flows) as MCP tools over stdin and "
+        "stdout, for MCP clients that start their servers as processes. The flags are those of "
+        "'serve' without the HTTP service's; logs go to stderr.",
+    )
+    _agent_service_flags(mcp)
+    mcp.set_defaults(**_HTTP_ONLY)
     return parser
+
+
+def _agent_service_flags(command: argparse.ArgumentParser) -> None:
+    """The flags ``serve`` and ``mcp`` share: what the agents are and what guards them."""
+    _model_flags(command.add_argument_group("model").add_argument)
+    _agent_flags(command.add_argument_group("agents and tools").add_argument)
+    _guard_flags(command.add_argument_group("guards").add_argument)
+    _spend_flags(command.add_argument_group("spend").add_argument)
+    _state_flags(command.add_argument_group("shared state and conversation history").add_argument)
+    _process_flags(command.add_argument_group("process").add_argument)
 
 
 def _service_flags(add: _Add) -> None:

@@ -1,5 +1,5 @@
 """The ``agent-executor`` process: logging, the garbage collector, and running the service
-until SIGTERM."""
+until SIGTERM (``serve``) or until the MCP client closes stdin (``mcp``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import disable_created_metrics
@@ -33,6 +33,10 @@ __all__ = ["main"]
 logger = logging.getLogger("server")
 
 
+_Runner = Callable[[Service | Awaitable[Service], ServeConfig], Coroutine[Any, Any, None]]
+"""How a command runs its built service: :func:`_serve`, or ``serve_stdio`` for ``mcp``."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``agent-executor`` console script."""
     args = build_parser().parse_args(argv)
@@ -41,13 +45,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = ServeConfig.from_args(args, os.environ)
         _configure_logging(config.log_format, config.log_level)
         config.settings()  # bad settings are refused before any MCP server starts
+        run = _stdio_runner() if args.command == "mcp" else _serve
         service: Service | Awaitable[Service]
         if config.mcp_config:
             service = build_service_with_mcp(config, _mcp_config(config.mcp_config))
         else:
             service = build_service(config)
         _tune_gc(config.gc_threshold)
-        asyncio.run(_serve(service, config))
+        asyncio.run(run(service, config))
     except (CliError, ConfigurationError) as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
@@ -55,6 +60,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     logger.info("agent-executor stopped")
     return 0
+
+
+def _stdio_runner() -> _Runner:
+    """``agent-executor mcp``'s runner, or a :class:`CliError` if the MCP SDK is missing
+    (before anything is built)."""
+    try:
+        from .mcp_stdio import serve_stdio
+    except MissingExtraError:
+        raise CliError(
+            "agent-executor mcp needs the MCP SDK: pip install 'agent-executor[mcp]'"
+        ) from None
+    return serve_stdio
 
 
 async def _serve(service: Service | Awaitable[Service], config: ServeConfig) -> None:
