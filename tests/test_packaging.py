@@ -134,7 +134,7 @@ def test_the_extras_are_those_of_pyproject() -> None:
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
-    assert set(project["optional-dependencies"]) - {"test", "dev"} == set(EXTRAS)
+    assert set(project["optional-dependencies"]) - {"test", "interop", "dev"} == set(EXTRAS)
 
 
 # ---------------------------------------------------------------- the service's own imports
