@@ -37,7 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from benchmarks import worker  # noqa: E402
+from benchmarks import variants, worker  # noqa: E402
 from benchmarks.run import MAIN_PY, ROOT, LLMServer, Service, stop_process  # noqa: E402
 
 VARIANTS = {
@@ -45,7 +45,9 @@ VARIANTS = {
     "floor_orjson": "(a') raw aiohttp + orjson",
     "ours": "(b) ours: execute_stream(), OpenAICompatModel",
     "service": "(d) our service, end to end (SSE): the service process",
+    "service_v1": "(d') our service, /v1/chat/completions stream: the service process",
 }
+_SERVICE = {"service": "ServiceClient", "service_v1": "ServiceV1Client"}
 WARMUP = 3
 _TOTAL_RE = re.compile(rb"^(?:summary|totals):\s*(\d+)", re.M)
 
@@ -74,14 +76,14 @@ def measure_client(variant: str, base_url: str, tokens: int, work: Path) -> int:
     return _instructions(out)
 
 
-def measure_service(llm: LLMServer, tokens: int, work: Path) -> int:
+def measure_service(llm: LLMServer, tokens: int, work: Path, variant: str = "service") -> int:
     """Instructions of a whole service process that served warm-ups and one conversation."""
-    out = work / f"service-{tokens}-{os.urandom(3).hex()}.out"
+    out = work / f"{variant}-{tokens}-{os.urandom(3).hex()}.out"
     service = Service(
         work, llm, 10, wrapper=_valgrind(out), env=_env(), ready_s=300, stop_grace=120
     )
     try:
-        drive = [MAIN_PY, str(Path(__file__).resolve()), "--drive", "service"]
+        drive = [MAIN_PY, str(Path(__file__).resolve()), "--drive", variant]
         drive += ["--base-url", llm.base_url, "--service-url", service.url]
         drive += ["--drive-tokens", str(tokens)]
         subprocess.run(drive, check=True, cwd=ROOT, env=_env(), capture_output=True, timeout=600)
@@ -93,8 +95,8 @@ def measure_service(llm: LLMServer, tokens: int, work: Path) -> int:
 async def drive(variant: str, base_url: str, tokens: int, service_url: str | None) -> None:
     """The measured process's work (or, for the service, its client's): warm-up, one answer."""
     client: worker.Variant
-    if variant == "service":
-        client = worker.ServiceClient()
+    if variant in _SERVICE:
+        client = getattr(variants, _SERVICE[variant])()
         job: dict[str, Any] = {"service_url": service_url}
     else:
         client = worker.VARIANTS[variant]()
@@ -136,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = [
-                pool.submit(measure_service, llm, n, work)
-                if v == "service"
+                pool.submit(measure_service, llm, n, work, v)
+                if v in _SERVICE
                 else pool.submit(measure_client, v, llm.base_url, n, work)
                 for v, n in jobs
             ]

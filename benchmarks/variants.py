@@ -289,3 +289,54 @@ class ServiceClient(Variant):
 
     async def close(self) -> None:
         await self.session.close()
+
+
+class ServiceV1Client(ServiceClient):
+    """A client of our service's OpenAI-compatible stream: POST /v1/chat/completions with
+    ``stream: true``, its ``data:`` chunks parsed with orjson (the content deltas joined)."""
+
+    async def setup(self, base_url: str, concurrency: int, job: dict[str, Any]) -> None:
+        await super().setup(base_url, concurrency, job)
+        self.url = job["service_url"] + "/v1/chat/completions"
+
+    async def run(self, rid: str, tokens: int, delay_ms: int) -> tuple[str, float | None]:
+        import orjson
+
+        body = json.dumps(
+            {
+                "model": "default",
+                "stream": True,
+                "messages": [{"role": "user", "content": prompt(rid, tokens, delay_ms)}],
+            }
+        )
+        parts: list[str] = []
+        first = None
+        finished = False
+        async with self.session.post(
+            self.url, data=body, headers={"Content-Type": "application/json"}
+        ) as resp:
+            if resp.status != 200:
+                raise RunFailure(f"HTTP {resp.status}: {(await resp.text())[:200]}")
+            pending = b""
+            async for chunk in resp.content.iter_any():
+                lines = (pending + chunk).split(b"\n") if pending else chunk.split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    if not line.startswith(b"data: "):
+                        continue
+                    payload = line[6:]
+                    if payload == b"[DONE]":
+                        finished = True
+                        continue
+                    obj = orjson.loads(payload)
+                    if "error" in obj:
+                        raise RunFailure(str(obj["error"]))
+                    for choice in obj.get("choices") or ():
+                        text = choice["delta"].get("content")
+                        if text:
+                            if first is None:
+                                first = now()
+                            parts.append(text)
+        if not finished:
+            raise RunFailure("the stream ended without [DONE]")
+        return "".join(parts), first
