@@ -14,6 +14,7 @@ from .errors import MissingExtraError
 __all__ = ["EXTRAS", "requires_extra"]
 
 EXTRAS: dict[str, frozenset[str]] = {
+    "ag-ui": frozenset({"ag_ui"}),
     "mcp": frozenset({"mcp", "httpx2"}),
     "onnx": frozenset({"numpy", "onnxruntime", "tokenizers"}),
     "otel": frozenset({"opentelemetry"}),

@@ -79,12 +79,14 @@ class ToolStartEvent:
 
 @dataclass(frozen=True, slots=True)
 class ToolEndEvent:
-    """A tool call has ended with ``status`` (see :data:`~agent_executor.results.ToolStatus`)."""
+    """A tool call has ended with ``status`` (see :data:`~agent_executor.results.ToolStatus`);
+    ``result`` is the text the model is given for it (after screening and truncation)."""
 
     tool: str
     call_id: str
     status: ToolStatus
     duration_ms: float
+    result: str | None = None
     type: Literal["tool_end"] = field(default="tool_end", init=False, repr=False)
 
 

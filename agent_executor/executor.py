@@ -288,7 +288,8 @@ class AgentExecutor:
         self._register_labels()
 
     async def waiting_for_approval(self, user_id: str | None, session_id: str) -> bool:
-        """Whether a run of this session is paused for approval (and may be resumed here)."""
+        """Whether a run of this session is paused (for a person's approval, or for the
+        results of client tools it handed back) and may be resumed here."""
         store = self._conversations.pending_store
         return await store.load_pending(user_id, session_id) is not None
 

@@ -217,9 +217,9 @@ class AgentRouter:
     ) -> tuple[AgentExecutor, AgentSelectedEvent | None]:
         """The agent for ``command``, and the router's pick if a router chose it.
 
-        ``agent`` names one (:class:`ConfigurationError` if unknown). A resume (``approvals``)
-        goes to the agent whose run of the session is waiting; otherwise the router picks, or
-        the default agent answers.
+        ``agent`` names one (:class:`ConfigurationError` if unknown). A resume (``approvals``
+        or client ``tool_results``) goes to the agent whose run of the session is waiting;
+        otherwise the router picks, or the default agent answers.
         """
         if agent is not None:
             executor = self.agents.get(agent)
@@ -228,11 +228,11 @@ class AgentRouter:
                     f"unknown agent {agent!r}; configured agents: {', '.join(sorted(self.agents))}"
                 )
             return executor, None
-        if command.approvals is not None and command.session_id is not None:
+        if command.resumes and command.session_id is not None:
             for executor in self.agents.values():
                 if await executor.waiting_for_approval(command.user_id, command.session_id):
                     return executor, None
-        if self.router is None or command.approvals is not None:
+        if self.router is None or command.resumes:
             return self.agents[self.default], None
         selection = await self.select(command.user_prompt)
         return self.agents[selection.agent], selection

@@ -49,6 +49,17 @@ class _Channel:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def push_to(self, observer: Callable[[AgentEvent], None]) -> Emit:
+        """An ``emit`` that shows each event to ``observer``, then queues it (unless the
+        consumer has left: :meth:`EventStream.keep_running`)."""
+
+        def emit(event: AgentEvent) -> None:
+            observer(event)
+            if not self.finished:
+                self.push(event)
+
+        return emit
+
     def take(self) -> AgentEvent | None:
         """The oldest waiting event, or None."""
         buffer, head = self.buffer, self.head
@@ -80,12 +91,13 @@ class _Channel:
 class EventStream(AsyncGenerator[AgentEvent, None]):
     """The events of one run, in order; the last one is always a ``DoneEvent``."""
 
-    __slots__ = ("_channel", "_start", "_task")
+    __slots__ = ("_channel", "_observer", "_start", "_task")
 
     def __init__(self, start: Callable[[Emit], Coroutine[Any, Any, object]]) -> None:
         self._start: Callable[[Emit], Coroutine[Any, Any, object]] | None = start
         self._channel = _Channel()
         self._task: asyncio.Task[object] | None = None
+        self._observer: Callable[[AgentEvent], None] | None = None
 
     def __aiter__(self) -> EventStream:
         return self
@@ -105,7 +117,8 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
             try:
                 await waiter
             except BaseException:
-                await self.aclose()
+                if self._observer is None:  # an observed run is its observer's to stop
+                    await self.aclose()
                 raise
             finally:
                 channel.waiter = None
@@ -118,6 +131,28 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
         """
         if self._start is not None:
             self._begin()
+
+    def observe(self, observer: Callable[[AgentEvent], None]) -> None:
+        """Show every event to ``observer`` as the run emits it, before it is queued for the
+        consumer (a service keeping a replay log); set before the run starts. The run is then
+        the observer's: a consumer cancelled while it waits does not stop it (:meth:`aclose`
+        and garbage collection still do)."""
+        if self._start is None:
+            raise RuntimeError("observe() must be called before the run starts")
+        self._observer = observer
+
+    def keep_running(self) -> None:
+        """The consumer leaves but the run goes on: its events still reach the observer, no
+        longer the queue; :meth:`aclose` stops the run, and ``await`` :meth:`finished` waits
+        for its end."""
+        self._channel.finished = True
+        self._channel.take_all()
+
+    async def finished(self) -> None:
+        """Wait until the run has ended (it ended already if it never started)."""
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.wait([task])
 
     def drain_nowait(self) -> list[AgentEvent]:
         """Every event that is already waiting (possibly none), without waiting for more."""
@@ -156,7 +191,9 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
     def _begin(self) -> None:
         start, self._start = self._start, None
         assert start is not None
-        task = asyncio.get_running_loop().create_task(start(self._channel.push))
+        channel = self._channel
+        emit = channel.push if self._observer is None else channel.push_to(self._observer)
+        task = asyncio.get_running_loop().create_task(start(emit))
         task.add_done_callback(self._channel.finish)
         self._task = task
 

@@ -223,6 +223,7 @@ class ToolRunner:
                 call_id=call.id,
                 status=record.status,
                 duration_ms=record.duration_ms,
+                result=record.result,
             )
         )
         return record
@@ -339,6 +340,7 @@ class ToolRunner:
                     call_id=call_id,
                     status="cancelled",
                     duration_ms=record.duration_ms,
+                    result=record.result,
                 )
             )
         run.pending.clear()
