@@ -15,12 +15,15 @@ from agent_executor import AgentExecutor, AgentRouter
 from agent_executor.spend import UserBudget
 
 from . import routes, static_files, usage
+from .ag_ui_route import add_ag_ui_routes
 from .health import HealthChecks
 from .mcp import add_mcp_routes
 from .middleware import Middleware, auth_middleware, cors_middleware, request_middleware
+from .runs import RunHub, RunRelay
 from .settings import Settings
 from .sse import Streams
 from .state import AGENTS, SETTINGS, STATE, TRUSTED_PROXIES, ServiceState
+from .ui_chat import add_ui_routes
 from .v1 import add_v1_routes
 
 __all__ = ["create_app"]
@@ -31,13 +34,15 @@ def create_app(
     settings: Settings | None = None,
     *,
     budget: UserBudget | None = None,
+    relay: RunRelay | None = None,
 ) -> web.Application:
     """An aiohttp application serving one agent, or several by name (SPEC section 4).
 
     Give an :class:`AgentRouter` for a router picking the agent of requests that name none;
     a mapping's default agent is ``settings.default_agent`` if it names one, else the first.
     ``budget`` is the :class:`UserBudget` the agents were given (as guard and hook), whose
-    spend ``GET /api/usage`` reports.
+    spend ``GET /api/usage`` reports. ``relay`` shares the runs clients may re-attach to with
+    the other replicas (``RedisRunRelay`` with ``--redis-url``).
     """
     settings = settings or Settings()
     router = _router(agents, settings)
@@ -56,10 +61,16 @@ def create_app(
         ipaddress.ip_network(item, strict=False) for item in settings.trusted_proxies
     )
     metrics = router.agents[router.default].metrics
+    runs = RunHub(
+        grace_seconds=settings.reattach_grace_seconds,
+        window_seconds=settings.replay_window_seconds,
+        relay=relay,
+    )
     streams = Streams(
         metrics,
         heartbeat_seconds=settings.heartbeat_seconds,
         write_timeout_seconds=settings.write_timeout_seconds,
+        runs=runs,
     )
     app[STATE] = ServiceState(metrics=metrics, streams=streams, health=HealthChecks(router))
     app.on_startup.append(_start_streams)
@@ -68,6 +79,8 @@ def create_app(
     static_files.add_static_routes(app)
     add_v1_routes(app)
     add_mcp_routes(app)
+    add_ag_ui_routes(app)
+    add_ui_routes(app)
     app.on_shutdown.append(_drain_streams)
     app.on_cleanup.append(_close)
     return app

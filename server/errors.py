@@ -28,6 +28,7 @@ __all__ = [
     "STATUS_BY_CODE",
     "ServiceErrorCode",
     "error_for",
+    "error_of",
     "error_response",
     "json_error",
     "openai_error",
@@ -87,6 +88,11 @@ shutting down)."""
 
 _ERROR = web.ResponseKey("error", dict)
 """The error object of a response made here, for :func:`stamp_request_id`."""
+
+
+def error_of(response: web.StreamResponse) -> dict[str, Any] | None:
+    """The error object of a response made here (``code``, ``message``, ``retry_after``)."""
+    return response.get(_ERROR)
 
 
 def status_for(error: ErrorInfo | ErrorEvent | None) -> int:

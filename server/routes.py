@@ -15,22 +15,26 @@ from agent_executor import (
     AgentExecutor,
     AgentSelectedEvent,
     ConfigurationError,
+    DoneEvent,
     ErrorCode,
+    ErrorEvent,
     StoreUnavailable,
 )
 from agent_executor.tools import Delivery
 
-from .errors import RETRY_AFTER_SECONDS, json_error, run_error
+from .dialects.typed import EventMode, TypedEncoder
+from .errors import RETRY_AFTER_SECONDS, error_of, json_error, run_error
+from .openapi import openapi_document
 from .request import Caller, json_object, query_object, shutdown_refusal, validated
+from .runs import LiveRun, RemoteRun
 from .schemas import (
     ChatRequest,
     ErrorDetail,
     HealthData,
     HealthResponse,
     ToolResultRequest,
-    openapi_document,
 )
-from .sse import AgentEventEncoder
+from .sse import SSE_HEADERS
 from .state import AGENTS, REQUEST_ID, STATE, STATIC_DIR
 
 __all__ = ["PUBLIC_HANDLERS", "add_routes"]
@@ -44,6 +48,8 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/chat/stream", chat_stream)
     app.router.add_post("/api/chat", chat)
     app.router.add_post("/api/chat/tool-result", tool_result)
+    app.router.add_get("/api/runs/{run_id}/events", run_events)
+    app.router.add_delete("/api/runs/{run_id}", stop_run)
     app.router.add_delete("/api/sessions/{session_id}", delete_session)
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/ready", ready)
@@ -56,29 +62,110 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
     """Run an agent and stream its events as SSE (POST with a JSON body, or GET with a query).
 
     A run that fails before its first event is answered with its HTTP status and the JSON
-    error, as ``POST /api/chat`` would; later errors are ``error`` events, then ``done``.
+    error, as ``POST /api/chat`` would; on GET (``EventSource``, which cannot read a refusal's
+    status) it is a stream of the ``error`` and ``done`` events. Later errors are ``error``
+    events, then ``done``. A request carrying ``Last-Event-ID`` is a client coming back: it
+    re-attaches to that run and starts nothing (see :func:`_reattach`).
     """
     caller = Caller.of(request)
+    last_event = request.headers.get("Last-Event-ID")
+    if last_event is not None:
+        return await _reattach(request, caller, last_event)
     parsed = await _parse(request, caller)
     if isinstance(parsed, web.Response):
-        return parsed
+        return _readable(
+            request, parsed, "json" if request.query.get("events") == "json" else "text"
+        )
     chat_request, executor, command, selection = parsed
     refusal = shutdown_refusal(request, json_error)
     if refusal is not None:
-        return refusal
+        return _readable(request, refusal, chat_request.events)
+    mode = chat_request.events
     events = caller.stream(executor, command)
-    encoder = AgentEventEncoder(chat_request.events)
+    streams = request.app[STATE].streams
+    run = streams.runs.start(
+        events, f"typed:{mode}", user_id=command.user_id, session_id=command.session_id,
+        first=selection,
+    )  # fmt: skip
     agent = executor.name
     # Not held for as long as the stream is open:
     del parsed, caller, chat_request, executor, command
-    return await request.app[STATE].streams.respond(
+    return await streams.respond(
         request,
         events,
-        encoder,
-        lambda error: run_error(error, **{"X-Agent": agent}),
+        run.encoder(),
+        lambda error: _readable(request, run_error(error, **{"X-Agent": agent}), mode),
         before=selection,
         agent=agent,
+        run=run,
     )
+
+
+def _readable(request: web.Request, response: web.Response, mode: EventMode) -> web.Response:
+    """A refusal as ``EventSource`` can read it: on GET, a 200 stream of the ``error`` event
+    (its ``retry_after`` too) and ``done``; POST keeps its HTTP status."""
+    error = error_of(response)
+    if request.method != "GET" or error is None:
+        return response
+    encoder = TypedEncoder(mode, "refused")
+    event = ErrorEvent(
+        code=error["code"], message=error["message"], retry_after=error.get("retry_after")
+    )
+    body = encoder.encode(event) + encoder.encode(DoneEvent("error", None, [], 0.0))
+    headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
+    return web.Response(body=body, headers=headers)
+
+
+async def _reattach(request: web.Request, caller: Caller, last_event: str) -> web.StreamResponse:
+    """A client coming back to its run after ``Last-Event-ID``: the events after that one,
+    then the rest as they come. A run this process cannot place (unknown, someone else's,
+    past the window, finished at that event) is a 204, which stops ``EventSource``; nothing is
+    started either way."""
+    runs = request.app[STATE].streams.runs
+    run_id, _, position = last_event.rpartition(":")
+    run = await runs.locate(run_id) if run_id else None
+    user = caller.user_id(request.query.get("user_id") or None)
+    if run is None or not run.belongs_to(user) or not position.isdigit() or run.overflowed:
+        return web.Response(status=204)
+    start = int(position) + 1
+    if run.done_at is not None and start > run.done_at:
+        return web.Response(status=204)
+    return await request.app[STATE].streams.reattach(request, run, start)
+
+
+async def run_events(request: web.Request) -> web.StreamResponse:
+    """``GET /api/runs/{run_id}/events``: re-attach to a run, from its start or after the
+    ``Last-Event-ID`` given; 404 for a run this service cannot place."""
+    run = await _own_run(request)
+    if run is None:
+        return json_error(404, "no such run is kept: it is unknown, someone else's or expired")
+    if run.overflowed:
+        return json_error(404, "the run's events were too many to keep for a re-attach")
+    _, _, position = request.headers.get("Last-Event-ID", "").rpartition(":")
+    start = int(position) + 1 if position.isdigit() else 0
+    return await request.app[STATE].streams.reattach(request, run, start)
+
+
+async def stop_run(request: web.Request) -> web.Response:
+    """``DELETE /api/runs/{run_id}``: the client stops its run now (its tools included), on
+    whichever replica it runs."""
+    run = await _own_run(request)
+    if run is None:
+        return json_error(404, "no such run is kept: it is unknown, someone else's or expired")
+    runs = request.app[STATE].streams.runs
+    going = run.done_at is None and not run.overflowed
+    if isinstance(run, LiveRun):
+        await runs.stop(run)
+    elif going and runs.relay is not None:
+        await runs.relay.stop(run.run_id)
+    return web.json_response({"run_id": run.run_id, "stopped": going})
+
+
+async def _own_run(request: web.Request) -> LiveRun | RemoteRun | None:
+    """The run the path names, if it is the caller's."""
+    run = await request.app[STATE].streams.runs.locate(request.match_info["run_id"])
+    user = Caller.of(request).user_id(request.query.get("user_id") or None)
+    return run if run is not None and run.belongs_to(user) else None
 
 
 async def chat(request: web.Request) -> web.Response:

@@ -35,6 +35,17 @@ class Settings(BaseModel):
         "believed; without them the client address is the connection's peer.",
     )
     shutdown_grace_seconds: float = Field(default=10.0, ge=0)
+    reattach_grace_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="A run whose client went away before done waits this long for it to come "
+        "back (Last-Event-ID) before it is cancelled.",
+    )
+    replay_window_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="A finished run's events are kept this long for clients that re-attach.",
+    )
     default_agent: str = "default"
     operator_users: tuple[str, ...] = Field(
         default=(),

@@ -119,8 +119,10 @@ async def test_a_refusal_gets_the_same_status_and_body_on_every_chat_endpoint(
         answers = [
             await client.post("/api/chat", json={"message": message}),
             await client.post("/api/chat/stream", json={"message": message, "events": "json"}),
-            await client.get("/api/chat/stream", params={"message": message}),
         ]
+        event_source = await client.get(
+            "/api/chat/stream", params={"message": message, "events": "json"}
+        )
         openai = [
             await client.post(
                 "/v1/chat/completions",
@@ -159,6 +161,15 @@ async def test_a_refusal_gets_the_same_status_and_body_on_every_chat_endpoint(
     for answer in openai:
         assert answer.status_code == status, answer.text
         assert answer.json()["error"]["code"] == code
+    # EventSource cannot read a refusal's status: on GET it is a stream of error and done
+    assert event_source.status_code == 200
+    assert event_source.headers["content-type"] == "text/event-stream"
+    blocks = [b for b in event_source.text.split("\n\n") if b]
+    assert [b.split("event: ")[1].split("\n")[0] for b in blocks] == ["error", "done"]
+    streamed = json.loads(blocks[0].split("data: ", 1)[1])
+    if code == "rate_limited":
+        assert streamed.pop("message").startswith("rate limit of 1/hour exceeded")
+    assert streamed == errors[0]
 
 
 async def test_the_provider_text_stays_in_the_log(caplog: pytest.LogCaptureFixture) -> None:

@@ -64,7 +64,11 @@ async def test_request_timeout_cancels_the_tool_and_reports_timeout() -> None:
     assert sleeper.cancelled.is_set()
     assert events[0] == ToolStartEvent(tool="sleep_tool", call_id="c1", arguments={})
     assert events[1] == ToolEndEvent(
-        tool="sleep_tool", call_id="c1", status="cancelled", duration_ms=0
+        tool="sleep_tool",
+        call_id="c1",
+        status="cancelled",
+        duration_ms=0,
+        result="cancelled: the run ended before the tool finished",
     )
     assert events[2] == ErrorEvent(code="timeout", message="the run did not finish within 0.2 s")
     assert isinstance(events[3], DoneEvent) and events[3].finish_reason == "error"

@@ -87,7 +87,13 @@ async def test_text_tool_text() -> None:
     assert events == [
         MessageEvent("Checking. "),
         ToolStartEvent(tool="get_weather", call_id="c1", arguments={"city": "Paris"}),
-        ToolEndEvent(tool="get_weather", call_id="c1", status="success", duration_ms=0),
+        ToolEndEvent(
+            tool="get_weather",
+            call_id="c1",
+            status="success",
+            duration_ms=0,
+            result=weather.result,  # what the model was given
+        ),
         MessageEvent("\n\n"),  # the paragraph break between the turns, a message of its own
         MessageEvent("It "),
         MessageEvent("is "),

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*(ROOT / "agent_executor").rglob("*.py"), *(ROOT / "server").rglob("*.py")])
 
-DECLARATIVE = {"server/schemas.py:openapi_document"}
+DECLARATIVE = {"server/openapi.py:openapi_document"}
 """Functions that are tables rather than logic (the OpenAPI document)."""
 
 STDLIB_PRIVATE = {("agent_executor/guards/injection/word_gate.py", "re")}

@@ -86,7 +86,11 @@ async def test_the_nested_agent_streams_inside_the_callers_stream_and_its_usage_
     end = next(i for i, e in enumerate(events) if isinstance(e, ToolEndEvent))
     assert all(events.index(e) < end for e in nested)
     assert events[end] == ToolEndEvent(
-        tool="researcher", call_id="call_0", status="success", duration_ms=events[end].duration_ms
+        tool="researcher",
+        call_id="call_0",
+        status="success",
+        duration_ms=events[end].duration_ms,
+        result=events[-1].tool_calls[0].result,  # type: ignore[union-attr]
     )
     # the caller's own text is only its own
     text = "".join(e.text for e in events if isinstance(e, MessageEvent))

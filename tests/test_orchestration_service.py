@@ -60,7 +60,8 @@ async def test_json_mode_streams_the_nested_agent_and_text_mode_only_the_answer(
         )
 
     events = frames(json_mode.text)
-    assert [int(f["id"]) for f in events] == list(range(1, len(events) + 1))
+    run = json_mode.headers["x-run-id"]
+    assert [f["id"] for f in events] == [f"{run}:{i}" for i in range(len(events))]
     kinds = [f["event"] for f in events]
     assert kinds[0] == "tool_start" and kinds[-1] == "done"
     nested: list[dict[str, Any]] = [json.loads(f["data"]) for f in events if f["event"] == "nested"]
@@ -77,7 +78,8 @@ async def test_json_mode_streams_the_nested_agent_and_text_mode_only_the_answer(
 
     plain = frames(text_mode.text)
     assert "nested" not in {f["event"] for f in plain}
-    assert [int(f["id"]) for f in plain] == list(range(1, len(plain) + 1))
+    positions = [int(f["id"].rsplit(":", 1)[1]) for f in plain]
+    assert positions == sorted(positions) and len(set(positions)) == len(plain)  # gaps: nested
     assert "".join(f["data"] for f in plain if f["event"] == "message") == "About 2.1 million."
 
     assert result.json()["content"] == "About 2.1 million."

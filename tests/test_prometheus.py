@@ -399,6 +399,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         options += ("--rate-limit", "5/minute", "--max-concurrency", "2")
         options += ("--flows", str(flows_file(tmp)), "--prices", str(prices_file(tmp)))
         options += ("--user-budget", "0.000001/day")
+        options += ("--reattach-grace", "0")  # a client that leaves cancels its run at once
         _, service = parts.enter_context(service_process(*options, env={"LOG_LEVEL": "WARNING"}))
         config = prometheus_config_for(tmp, service.removeprefix("http://"), scrape_interval="1s")
         prometheus = parts.enter_context(run_prometheus(config, tmp))

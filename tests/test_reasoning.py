@@ -163,11 +163,12 @@ async def test_reasoning_on_the_wire_in_both_modes_and_on_the_openai_endpoint() 
             json={"model": "default", "messages": [{"role": "user", "content": "hi"}]},
         )
 
+    run = text_mode.headers["x-run-id"].encode()
     assert text_mode.content == (
-        b'id: 1\nevent: reasoning\ndata: {"text":"Think."}\n\n'
-        b"id: 2\nevent: message\ndata: Hi.\n\n"
-        b"id: 3\nevent: done\ndata: \n\n"
-    )
+        b'retry: 1000\nid: RUN:0\nevent: reasoning\ndata: {"text":"Think."}\n\n'
+        b"id: RUN:1\nevent: message\ndata: Hi.\n\n"
+        b"id: RUN:2\nevent: done\ndata: \n\n"
+    ).replace(b"RUN", run)
     assert json_mode.json()["content"] == "Hi."
     assert json_mode.json()["reasoning"] == "Think."
     deltas = [

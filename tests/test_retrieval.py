@@ -341,7 +341,8 @@ async def test_sources_reach_done_over_sse_in_json_mode(docs_index: BM25Retrieve
         result = await client.post("/api/chat", json={"message": QUESTION})
 
     frames = json_mode.text.strip().split("\n\n")
-    assert frames[-1].startswith(f"id: {len(frames)}\nevent: done\ndata: {{")
+    run = json_mode.headers["x-run-id"]
+    assert frames[-1].startswith(f"id: {run}:{len(frames) - 1}\nevent: done\ndata: {{")
     done = json.loads(frames[-1].split("data: ", 1)[1])
     [answer] = [s for s in done["sources"] if s["source"] == ANSWER_SOURCE]
     assert answer == {

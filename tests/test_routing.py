@@ -133,7 +133,8 @@ async def test_text_mode_streams_carry_no_routing_event() -> None:
     assert "".join(data for kind, data in events if kind == "message") == "billing here"
     assert [kind for kind, _ in events] == ["message", "message", "done"]
     ids = [line for line in response.text.splitlines() if line.startswith("id: ")]
-    assert ids == ["id: 1", "id: 2", "id: 3"]
+    run = response.headers["x-run-id"]
+    assert ids == [f"id: {run}:1", f"id: {run}:2", f"id: {run}:3"]  # 0, the pick, left out
 
 
 async def test_a_model_router_asks_a_real_model_over_http(server: FakeOpenAIServer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -90,13 +91,28 @@ async def test_bad_input_is_a_400_with_a_json_error(
         ([("message", "a"), ("message", "b")], "given more than once: message"),
     ],
 )
-async def test_bad_query_strings_are_400s(query: Any, error: str) -> None:
+async def test_bad_query_strings_are_error_events_event_source_can_read(
+    query: Any, error: str
+) -> None:
+    """An ``EventSource`` cannot read a 400: on GET, bad input is a stream of ``error`` (in
+    ``json`` mode with its code) and ``done``."""
+    params = list(query.items() if isinstance(query, dict) else query)
+    as_json = all(name != "events" for name, _ in params)  # a bad "events" is text mode
+    if as_json:
+        params.append(("events", "json"))
     async with serve(make_executor([])) as client:
-        response = await client.get("/api/chat/stream", params=query)
+        response = await client.get("/api/chat/stream", params=params)
 
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == "invalid_input"
-    assert error in response.json()["error"]["message"]
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    first, done = [b for b in response.text.split("\n\n") if b]
+    assert "event: error" in first and "event: done" in done
+    data = first.split("data: ", 1)[1]
+    if as_json:
+        fields = json.loads(data)
+        assert fields["code"] == "invalid_input"
+        data = fields["message"]
+    assert error in data
 
 
 @pytest.mark.parametrize("path", ["/api/chat", "/api/chat/stream"])

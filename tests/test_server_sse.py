@@ -40,19 +40,20 @@ async def test_exact_bytes_of_a_scripted_run_in_text_mode() -> None:
     assert response.headers["cache-control"] == "no-cache"
     assert response.headers["x-accel-buffering"] == "no"
     assert "content-encoding" not in response.headers
-    assert response.content == (
-        b"id: 1\nevent: message\ndata: Let \n\n"
-        b"id: 2\nevent: message\ndata: me \n\n"
-        b"id: 3\nevent: message\ndata: see.\n\n"
-        b"id: 4\nevent: tool_start\ndata: get_weather\n\n"
-        b"id: 5\nevent: tool_end\ndata: get_weather\n\n"
+    run = response.headers["x-run-id"].encode()
+    assert response.content == b"retry: 1000\n" + (
+        b"id: RUN:0\nevent: message\ndata: Let \n\n"
+        b"id: RUN:1\nevent: message\ndata: me \n\n"
+        b"id: RUN:2\nevent: message\ndata: see.\n\n"
+        b"id: RUN:3\nevent: tool_start\ndata: get_weather\n\n"
+        b"id: RUN:4\nevent: tool_end\ndata: get_weather\n\n"
         # the paragraph break between the turns: an empty line twice, as three data lines
-        b"id: 6\nevent: message\ndata: \ndata: \ndata: \n\n"
-        b"id: 7\nevent: message\ndata: Sunny \n\n"
-        b"id: 8\nevent: message\ndata: in \n\n"
-        b"id: 9\nevent: message\ndata: Oslo.\n\n"
-        b"id: 10\nevent: done\ndata: \n\n"
-    )
+        b"id: RUN:5\nevent: message\ndata: \ndata: \ndata: \n\n"
+        b"id: RUN:6\nevent: message\ndata: Sunny \n\n"
+        b"id: RUN:7\nevent: message\ndata: in \n\n"
+        b"id: RUN:8\nevent: message\ndata: Oslo.\n\n"
+        b"id: RUN:9\nevent: done\ndata: \n\n"
+    ).replace(b"RUN", run)
 
 
 async def test_json_mode_carries_the_event_objects() -> None:
@@ -69,7 +70,7 @@ async def test_json_mode_carries_the_event_objects() -> None:
             "/api/chat/stream", json={"message": "weather?", "events": "json"}
         )
 
-    frames = [f for f in response.text.split("\n\n") if f]
+    frames = [f.removeprefix("retry: 1000\n") for f in response.text.split("\n\n") if f]
     parsed = []
     for frame in frames:
         fields = dict(line.split(": ", 1) for line in frame.split("\n"))
@@ -77,13 +78,15 @@ async def test_json_mode_carries_the_event_objects() -> None:
     assert [event for event, _ in parsed] == ["tool_start", "tool_end", "message", "done"]
     assert parsed[0][1] == {"tool": "get_weather", "call_id": "c1", "arguments": {"city": "Oslo"}}
     assert parsed[1][1]["status"] == "success"
-    assert set(parsed[1][1]) == {"tool", "call_id", "status", "duration_ms"}
+    assert set(parsed[1][1]) == {"tool", "call_id", "status", "duration_ms", "result"}
+    assert parsed[1][1]["result"] == "sunny in Oslo"  # what the model was given
     assert parsed[2][1] == {"text": "Sunny."}
     done = parsed[3][1]
     assert done["finish_reason"] == "stop"
     assert done["usage"] == {"input_tokens": 7, "output_tokens": 2}
     assert done["tool_calls"][0]["result"] == "sunny in Oslo"
-    assert set(done) == {"finish_reason", "usage", "tool_calls", "duration_ms", "output"}
+    assert set(done) == {"finish_reason", "usage", "tool_calls", "duration_ms", "output", "run_id"}
+    assert done["run_id"] == response.headers["x-run-id"]
 
 
 TRICKY = "one\ntwo\n\nthree\r\nfour\rfive data: x\n"
@@ -97,11 +100,12 @@ async def test_line_breaks_survive_a_standard_sse_client_in_text_mode(method: st
         kwargs = {"json": {"message": "go"}} if method == "POST" else {"params": {"message": "go"}}
         async with aconnect_sse(client, method, "/api/chat/stream", **kwargs) as source:
             events = [(e.event, e.data, e.id) async for e in source.aiter_sse()]
+            run = source.response.headers["x-run-id"]
 
     assert events == [
-        ("message", "one\ntwo\n\nthree\nfour\nfive data: x\n", "1"),
-        ("message", "end", "2"),
-        ("done", "", "3"),
+        ("message", "one\ntwo\n\nthree\nfour\nfive data: x\n", f"{run}:0"),
+        ("message", "end", f"{run}:1"),
+        ("done", "", f"{run}:2"),
     ]
 
 
@@ -140,7 +144,9 @@ async def test_a_heartbeat_is_sent_while_a_tool_is_busy() -> None:
     assert body.endswith(b"event: done\ndata: \n\n")
 
 
-async def test_a_client_that_leaves_cancels_the_run_at_once() -> None:
+async def test_a_client_that_leaves_cancels_the_run_once_the_grace_is_over() -> None:
+    """With no grace (``--reattach-grace 0``) at once; tests/test_stream_reattach.py has the
+    grace in which the client may come back."""
     started, cancelled = anyio.Event(), anyio.Event()
 
     @tool
@@ -157,7 +163,7 @@ async def test_a_client_that_leaves_cancels_the_run_at_once() -> None:
     executor = make_executor([tool_turn(call("sleepy"))], [sleepy])
     registry = executor.metrics.registry
 
-    async with serve(executor) as client:
+    async with serve(executor, Settings(reattach_grace_seconds=0)) as client:
         async with client.stream("POST", "/api/chat/stream", json={"message": "go"}) as response:
             async for line in response.aiter_lines():
                 if line == "event: tool_start":
@@ -188,13 +194,14 @@ async def test_an_error_after_the_stream_started_is_an_error_event_then_done() -
         )
 
     assert response.status_code == 200
+    run = response.headers["x-run-id"]
     frames = [f for f in response.text.split("\n\n") if f]
     assert frames[:2] == [
-        'id: 1\nevent: message\ndata: {"text":"Half an "}',
-        'id: 2\nevent: error\ndata: {"code":"llm_error","message":"The model call failed; '
-        'the server log has the details (request id req-9)."}',
+        f'retry: 1000\nid: {run}:0\nevent: message\ndata: {{"text":"Half an "}}',
+        f'id: {run}:1\nevent: error\ndata: {{"code":"llm_error","message":"The model call '
+        'failed; the server log has the details (request id req-9)."}',
     ]
-    assert frames[2].startswith('id: 3\nevent: done\ndata: {"finish_reason":"error"')
+    assert frames[2].startswith(f'id: {run}:2\nevent: done\ndata: {{"finish_reason":"error"')
     assert len(frames) == 3
 
 
@@ -241,9 +248,10 @@ async def test_lone_surrogates_survive_json_mode_and_are_replaced_in_text_mode()
         as_json = await client.post("/api/chat/stream", json={"message": "x", "events": "json"})
         as_text = await client.post("/api/chat/stream", json={"message": "x"})
 
-    data = as_json.text.split("\n")[2].removeprefix("data: ")
+    data = as_json.text.split("\n")[3].removeprefix("data: ")
     assert json.loads(data) == {"text": text}
-    assert as_text.content.startswith(b"id: 1\nevent: message\ndata: a?b\n\n")
+    run = as_text.headers["x-run-id"].encode()
+    assert as_text.content.startswith(b"retry: 1000\nid: %s:0\nevent: message\ndata: a?b\n\n" % run)
 
 
 async def test_events_waiting_together_are_written_together() -> None:
@@ -254,8 +262,12 @@ async def test_events_waiting_together_are_written_together() -> None:
     async with serve(executor) as client:
         response = await client.post("/api/chat/stream", json={"message": "x"})
 
-    expected = b"".join(f"id: {i + 1}\nevent: message\ndata: {i} \n\n".encode() for i in range(50))
-    assert response.content == expected + b"id: 51\nevent: done\ndata: \n\n"
+    run = response.headers["x-run-id"]
+    expected = b"".join(
+        f"id: {run}:{i}\nevent: message\ndata: {i} \n\n".encode() for i in range(50)
+    )
+    done = f"id: {run}:50\nevent: done\ndata: \n\n".encode()
+    assert response.content == b"retry: 1000\n" + expected + done
 
 
 async def test_a_client_that_reads_nothing_gets_cut_off(caplog: pytest.LogCaptureFixture) -> None:

@@ -183,7 +183,7 @@ print(built, any(m == "litellm" or m.startswith("litellm.") for m in sys.modules
 
 
 def test_the_openapi_document_describes_the_usage_endpoint() -> None:
-    from server.schemas import openapi_document
+    from server.openapi import openapi_document
 
     document = openapi_document()
     usage = document["paths"]["/api/usage"]["get"]

@@ -32,6 +32,7 @@ from agent_executor.tools import Tool
 from agent_executor.tools.demo import DEMO_TOOLS
 
 from ..app import create_app
+from ..runs import RunRelay
 from ..settings import Settings
 from .agents_file import AgentsFile, GroupSpec
 from .config import ServeConfig
@@ -127,7 +128,24 @@ def _assemble(
         agents = _executor(config, shared, chat_model(config), tools)
     if config.flows is not None:
         agents = _with_flows(config, shared, agents, own, mcp_tools)
-    return Service(settings, agents, create_app(agents, settings, budget=shared.budget), shared)
+    app = create_app(agents, settings, budget=shared.budget, relay=_run_relay(config))
+    return Service(settings, agents, app, shared)
+
+
+def _run_relay(config: ServeConfig) -> RunRelay | None:
+    """With ``--redis-url``, the runs' events go to Redis too, for re-attaches on other
+    replicas (kept as long as a run may last, then the replay window)."""
+    if config.redis_url is None:
+        return None
+    from ..runs.redis import RedisRunRelay
+
+    longest = (config.request_timeout or 3600.0) + config.reattach_grace_seconds
+    return RedisRunRelay(
+        config.redis_url,
+        running_ttl=longest,
+        window_seconds=config.replay_window_seconds,
+        grace_seconds=config.reattach_grace_seconds,
+    )
 
 
 def _with_flows(

@@ -46,6 +46,8 @@ class ServeConfig:
     port: int = 8080  # --port, PORT
     heartbeat_seconds: float = 15.0  # --heartbeat
     shutdown_grace_seconds: float = 10.0  # --shutdown-grace
+    reattach_grace_seconds: float = 5.0  # --reattach-grace
+    replay_window_seconds: float = 300.0  # --replay-window
     api_keys: Mapping[str, str] = field(default_factory=dict)  # --api-keys-file, AGENT_API_KEYS
     cors_origins: tuple[str, ...] = ()  # --cors-origins
     trusted_proxies: tuple[str, ...] = ()  # --trusted-proxies
@@ -100,6 +102,8 @@ class ServeConfig:
             port=args.port if args.port is not None else _int(env, "PORT", cls.port),
             heartbeat_seconds=args.heartbeat,
             shutdown_grace_seconds=args.shutdown_grace,
+            reattach_grace_seconds=args.reattach_grace,
+            replay_window_seconds=args.replay_window,
             api_keys=read_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS") or None),
             cors_origins=split_list(args.cors_origins),
             trusted_proxies=split_list(args.trusted_proxies),
@@ -149,6 +153,8 @@ class ServeConfig:
                 cors_origins=self.cors_origins,
                 trusted_proxies=self.trusted_proxies,
                 shutdown_grace_seconds=self.shutdown_grace_seconds,
+                reattach_grace_seconds=self.reattach_grace_seconds,
+                replay_window_seconds=self.replay_window_seconds,
                 operator_users=self.operator_users,
             )
         except ValidationError as exc:
@@ -213,7 +219,12 @@ _POSITIVE = (
     ("--max-output-tokens", "max_output_tokens"),
     ("--max-cost-usd", "max_cost_usd"),
 )
-_NOT_NEGATIVE = (("--shutdown-grace", "shutdown_grace"), ("--max-tool-calls", "max_tool_calls"))
+_NOT_NEGATIVE = (
+    ("--shutdown-grace", "shutdown_grace"),
+    ("--reattach-grace", "reattach_grace"),
+    ("--replay-window", "replay_window"),
+    ("--max-tool-calls", "max_tool_calls"),
+)
 
 
 def _check_limits(args: argparse.Namespace) -> None:
@@ -236,6 +247,8 @@ _FLAGS = {
     "port": "--port",
     "heartbeat_seconds": "--heartbeat",
     "shutdown_grace_seconds": "--shutdown-grace",
+    "reattach_grace_seconds": "--reattach-grace",
+    "replay_window_seconds": "--replay-window",
     "cors_origins": "--cors-origins",
     "trusted_proxies": "--trusted-proxies",
     "api_keys": "--api-keys-file",

@@ -28,6 +28,8 @@ _HTTP_ONLY = {
     "port": None,
     "heartbeat": _DEFAULT.heartbeat_seconds,
     "shutdown_grace": _DEFAULT.shutdown_grace_seconds,
+    "reattach_grace": _DEFAULT.reattach_grace_seconds,
+    "replay_window": _DEFAULT.replay_window_seconds,
     "api_keys_file": None,
     "cors_origins": None,
     "trusted_proxies": None,
@@ -93,6 +95,20 @@ def _service_flags(add: _Add) -> None:
         type=float,
         default=_DEFAULT.shutdown_grace_seconds,
         help="seconds running streams may finish after SIGTERM (default %(default)g)",
+    )
+    add(
+        "--reattach-grace",
+        type=float,
+        default=_DEFAULT.reattach_grace_seconds,
+        help="seconds a run whose client went away before done waits for it to come back "
+        "(Last-Event-ID) before it is cancelled (default %(default)g)",
+    )
+    add(
+        "--replay-window",
+        type=float,
+        default=_DEFAULT.replay_window_seconds,
+        help="seconds a finished run's events are kept for clients that re-attach "
+        "(default %(default)g)",
     )
 
 

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import aclosing
 
 import anyio
 from aiohttp import web
@@ -20,8 +19,10 @@ from aiohttp import web
 from agent_executor import AgentEvent, DoneEvent, ErrorEvent
 from agent_executor.observability import Metrics
 
+from ..dialects import Encoder
+from ..dialects.framing import HEARTBEAT, SSE_HEADERS
 from ..keys import REQUEST_ID
-from .framing import HEARTBEAT, SSE_HEADERS, EventEncoder
+from ..runs import LiveRun, RemoteRun, RunHub
 
 __all__ = ["SHUTTING_DOWN", "SSEWriter", "StreamMonitor", "Streams", "first_event"]
 
@@ -89,7 +90,7 @@ class SSEWriter:
         self,
         request: web.Request,
         response: web.StreamResponse,
-        encoder: EventEncoder,
+        encoder: Encoder,
         heartbeat_seconds: float,
         write_timeout_seconds: float = 30.0,
     ) -> None:
@@ -111,7 +112,8 @@ class SSEWriter:
     async def pump(
         self, events: AsyncIterator[AgentEvent], first: asyncio.Future[AgentEvent] | None = None
     ) -> None:
-        """Write every event of ``events`` until it ends, the client leaves or ``stop()``.
+        """Write every event of ``events`` until it ends, the client leaves or ``stop()``
+        (the caller closes ``events``, or leaves the run to the hub).
 
         ``first``, when given, is the first event, still on its way (taken from ``events``
         before the headers went out). Events that are already waiting when one is written go
@@ -120,22 +122,21 @@ class SSEWriter:
         """
         drain = getattr(events, "drain_nowait", None)
         encode = self._encode
-        async with aclosing(events):  # type: ignore[type-var]
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                try:
-                    if first is not None:
-                        await self._write_batch(await first, drain)
-                    async for event in events:
-                        more = drain() if drain is not None else None
-                        if more:
-                            await self._write(b"".join([encode(event), *map(encode, more)]))
-                        else:
-                            await self._write(encode(event))
-                except StopAsyncIteration:
-                    pass  # ``first`` found the stream ended
-                except ConnectionResetError:
-                    self.disconnected = True
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                if first is not None:
+                    await self._write_batch(await first, drain)
+                async for event in events:
+                    more = drain() if drain is not None else None
+                    if more:
+                        await self._write(b"".join([encode(event), *map(encode, more)]))
+                    else:
+                        await self._write(encode(event))
+            except StopAsyncIteration:
+                pass  # ``first`` found the stream ended
+            except ConnectionResetError:
+                self.disconnected = True
 
     def stop(self) -> None:
         """End ``pump`` now (the run is cancelled); the caller writes the closing events."""
@@ -250,9 +251,16 @@ class Streams:
     """
 
     def __init__(
-        self, metrics: Metrics, *, heartbeat_seconds: float, write_timeout_seconds: float
+        self,
+        metrics: Metrics,
+        *,
+        heartbeat_seconds: float,
+        write_timeout_seconds: float,
+        runs: RunHub | None = None,
     ) -> None:
         self._metrics = metrics
+        self.runs = runs if runs is not None else RunHub()
+        """The runs a client can come back to."""
         self._heartbeat = heartbeat_seconds
         self._write_timeout = write_timeout_seconds
         self.monitor = StreamMonitor(min(heartbeat_seconds, write_timeout_seconds / 2, 1.0))
@@ -271,53 +279,108 @@ class Streams:
         self.monitor.start()
 
     async def close(self) -> None:
-        """Stop the monitor (on the app's cleanup)."""
+        """Stop the monitor and the runs still kept (on the app's cleanup)."""
         await self.monitor.stop()
+        await self.runs.aclose()
 
     async def respond(
         self,
         request: web.Request,
         events: Events,
-        encoder: EventEncoder,
+        encoder: Encoder,
         refuse: Callable[[ErrorEvent], web.StreamResponse],
         *,
         before: AgentEvent | None = None,
         agent: str | None = None,
+        run: LiveRun | None = None,
     ) -> web.StreamResponse:
-        """Answer ``request`` with ``events`` as SSE: heartbeats, disconnects, shutdown included.
+        """Answer ``request`` with ``events`` as ``encoder``'s dialect: heartbeats,
+        disconnects, shutdown included.
 
         The headers wait for the run's first event, for at most one heartbeat interval: a run
         that fails before it has said anything (a guard's refusal, no capacity, a model that
         cannot be reached) is answered by ``refuse(error)``, an HTTP status, instead of a
         stream. Once the headers are out, errors are events. ``before`` goes out first (the
-        router's pick); ``agent`` names the agent in an ``X-Agent`` header.
+        router's pick); ``agent`` names the agent in an ``X-Agent`` header. A ``run`` the
+        :attr:`runs` hub keeps outlives this connection: a client that leaves before ``done``
+        may come back to it (:meth:`reattach`).
         """
         first = await first_event(events, self._heartbeat)
         try:
             error = _refusal(first)
             if error is not None:
                 await events.aclose()
+                if run is not None:
+                    self.runs.forget(run)
                 return refuse(error)
-            headers = {**SSE_HEADERS, "X-Request-Id": request[REQUEST_ID]}
-            if agent is not None:
-                headers["X-Agent"] = agent
-            response = web.StreamResponse(headers=headers)
-            await response.prepare(request)
+            response = await self._prepare(request, encoder, agent)
         except BaseException:
             _settle(first)
             await events.aclose()
+            if run is not None:
+                self.runs.forget(run)
             raise
         writer = SSEWriter(request, response, encoder, self._heartbeat, self._write_timeout)
-        self._opened(writer)
+        self._opened(writer, run)
         try:
             await self._stream(writer, events, before, first)
         except ConnectionResetError:
             writer.disconnected = True
         finally:
             _settle(first)
-            await events.aclose()
+            await self._release(writer, events, run)
             self._closed(writer)
         return response
+
+    async def reattach(
+        self, request: web.Request, run: LiveRun | RemoteRun, start: int
+    ) -> web.StreamResponse:
+        """Answer ``request`` with ``run``'s events from ``start`` on: those it missed at
+        once, then each as it comes, until ``done`` (nothing of the run happens again)."""
+        encoder = run.encoder(start)
+        response = await self._prepare(request, encoder, None)
+        writer = SSEWriter(request, response, encoder, self._heartbeat, self._write_timeout)
+        self._opened(writer, run)
+        reader = run.reader(start)
+        try:
+            await writer.pump(reader)
+            if writer.stopped and not writer.done_sent and not writer.disconnected:
+                await writer.send(SHUTTING_DOWN)
+                await writer.send(DoneEvent("error", None, [], 0.0))
+        except ConnectionResetError:
+            writer.disconnected = True
+        finally:
+            await reader.aclose()
+            await self._release(writer, None, run)
+            self._closed(writer)
+        return response
+
+    async def _prepare(
+        self, request: web.Request, encoder: Encoder, agent: str | None
+    ) -> web.StreamResponse:
+        headers = {**SSE_HEADERS, "Content-Type": encoder.media_type, **encoder.headers}
+        headers["X-Request-Id"] = request[REQUEST_ID]
+        if agent is not None:
+            headers["X-Agent"] = agent
+        response = web.StreamResponse(headers=headers)
+        await response.prepare(request)
+        opening = encoder.opening()
+        if opening:
+            await response.write(opening)
+        return response
+
+    async def _release(
+        self, writer: SSEWriter, events: Events | None, run: LiveRun | RemoteRun | None
+    ) -> None:
+        """After a stream: close the run's events, or leave the run to the hub (which waits
+        for its client to come back); a stream stopped at shutdown stops its run."""
+        if run is None:
+            if events is not None:
+                await events.aclose()
+            return
+        if writer.stopped and isinstance(run, LiveRun):
+            await self.runs.stop(run)
+        self.runs.detach(run)
 
     async def drain(self, grace_seconds: float) -> None:
         """On shutdown: refuse new runs, let open streams finish for ``grace_seconds``, then
@@ -355,7 +418,9 @@ class Streams:
             duration_ms = round((time.perf_counter() - started) * 1000, 3)
             await writer.send(DoneEvent("error", None, [], duration_ms))
 
-    def _opened(self, writer: SSEWriter) -> None:
+    def _opened(self, writer: SSEWriter, run: LiveRun | RemoteRun | None = None) -> None:
+        if run is not None:
+            self.runs.attach(run)
         self.open.add(writer)
         self.idle.clear()
         self._metrics.sse_streams_active.inc()

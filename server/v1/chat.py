@@ -12,6 +12,7 @@ a streamed request is refused with an HTTP status when its run fails before the 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import orjson
@@ -301,6 +302,8 @@ class ChunkEncoder:
     arguments), the final chunk, the usage chunk if asked, and ``[DONE]``.
     """
 
+    media_type = "text/event-stream"
+    headers: Mapping[str, str] = {}
     __slots__ = ("_created", "_head", "_include_usage", "_model", "_started")
 
     def __init__(self, request_id: str, model: str, include_usage: bool) -> None:
@@ -316,6 +319,9 @@ class ChunkEncoder:
                 "model": model,
             }
         )[:-1]
+
+    def opening(self) -> bytes:
+        return b""
 
     def encode(self, event: AgentEvent) -> bytes:
         if type(event) is MessageEvent or type(event) is ReasoningEvent:

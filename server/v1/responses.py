@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -41,6 +41,7 @@ from agent_executor import (
     UserMessage,
 )
 
+from ..dialects import EventTable
 from ..errors import openai_error
 from ..request import Caller, json_object, shutdown_refusal, validated
 from ..state import STATE
@@ -408,32 +409,37 @@ class ResponsesEncoder:
     ``.done``), and ``response.completed`` with the whole response and its usage, or
     ``response.failed`` with the run's error. Every event carries its ``sequence_number``."""
 
-    __slots__ = ("_error", "_response", "_sequence", "_started", "_texts")
+    media_type = "text/event-stream"
+    headers: Mapping[str, str] = {}
+    __slots__ = ("_error", "_response", "_sequence", "_texts")
 
     def __init__(self, response: _Response) -> None:
         self._response = response
         self._sequence = 0
-        self._started = False
         self._texts: list[str] = []
         self._error: ErrorEvent | None = None
 
+    def opening(self) -> bytes:
+        shape = self._response.shape("in_progress", [])
+        return self._event("response.created", response=shape) + self._event(
+            "response.in_progress", response=shape
+        )
+
     def encode(self, event: AgentEvent) -> bytes:
-        out = b"" if self._started else self._opening()
-        if type(event) is MessageEvent:
-            if not self._texts:
-                out += self._open_message()
-            self._texts.append(event.text)
-            return out + self._event(
-                "response.output_text.delta",
-                item_id=self._message_id, output_index=0, content_index=0,
-                delta=event.text, logprobs=[],
-            )  # fmt: skip
-        if type(event) is ErrorEvent:
-            self._error = event
-            return out
-        if type(event) is DoneEvent:
-            return out + self._closing(event)
-        return out
+        return _TABLE.encode(self, event)
+
+    def _text(self, event: MessageEvent) -> bytes:
+        out = b"" if self._texts else self._open_message()
+        self._texts.append(event.text)
+        return out + self._event(
+            "response.output_text.delta",
+            item_id=self._message_id, output_index=0, content_index=0,
+            delta=event.text, logprobs=[],
+        )  # fmt: skip
+
+    def _failed(self, event: ErrorEvent) -> bytes:
+        self._error = event  # sent with response.failed, at the end
+        return b""
 
     @property
     def _message_id(self) -> str:
@@ -443,13 +449,6 @@ class ResponsesEncoder:
         data = orjson.dumps({"type": kind, "sequence_number": self._sequence, **fields})
         self._sequence += 1
         return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
-
-    def _opening(self) -> bytes:
-        self._started = True
-        shape = self._response.shape("in_progress", [])
-        return self._event("response.created", response=shape) + self._event(
-            "response.in_progress", response=shape
-        )
 
     def _open_message(self) -> bytes:
         item = message_item(self._message_id, "", "in_progress")
@@ -499,3 +498,12 @@ class ResponsesEncoder:
             return out + self._event("response.failed", response=failed)
         shape = self._response.shape("completed", output, usage=usage_object(done.usage))
         return out + self._event("response.completed", response=shape)
+
+
+_TABLE = EventTable(
+    {
+        MessageEvent: ResponsesEncoder._text,
+        ErrorEvent: ResponsesEncoder._failed,
+        DoneEvent: ResponsesEncoder._closing,
+    }
+)

@@ -28,7 +28,19 @@ EXAMPLES = 100
 SEED = 1
 
 
+CONFIG = """
+# EventSource cannot read a refusal's status: GET /api/chat/stream answers invalid input with a
+# 200 stream of the error event and done, and a Last-Event-ID naming no run with 204
+# (docs/sse-protocol.md), as its OpenAPI entry says. (The filter takes the path for both of its
+# methods: POST still answers invalid input with 400, which the list keeps.)
+[[operations]]
+include-path = "/api/chat/stream"
+checks.negative_data_rejection.expected-statuses = ["200", "204", "400", "401", "413", "503"]
+"""
+
+
 def schemathesis(app: ThreadedApp, workdir: Path, *checks: str) -> subprocess.CompletedProcess[str]:
+    (workdir / "schemathesis.toml").write_text(CONFIG)
     command = [
         sys.executable,
         "-c",

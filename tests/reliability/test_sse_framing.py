@@ -34,7 +34,8 @@ from agent_executor import (
     UserMessage,
 )
 from server import create_app
-from server.sse import encode_data, frame
+from server.dialects.typed import encode_data
+from server.sse import frame
 
 from .sse_parser import EventStreamParser, SSEEvent, parse
 from .support import ThreadedApp
@@ -202,7 +203,8 @@ def test_text_survives_the_running_service(echo_app: ThreadedApp, text: str, mod
     assert response.status_code == 200
     events = parse(response.content)
     assert [e.type for e in events] == ["message"] * len(pieces(text)) + ["done"]
-    assert [e.last_event_id for e in events] == [str(i + 1) for i in range(len(events))]
+    run = response.headers["x-run-id"]
+    assert [e.last_event_id for e in events] == [f"{run}:{i}" for i in range(len(events))]
     got = [json.loads(e.data)["text"] if mode == "json" else e.data for e in events[:-1]]
     expected = pieces(text) if mode == "json" else [as_text_mode(p) for p in pieces(text)]
     assert got == expected

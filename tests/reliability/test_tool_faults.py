@@ -343,4 +343,6 @@ async def test_a_10_mb_result_is_truncated_with_a_marker_before_the_model_sees_i
     assert f"only the first {expected_limit} are shown]" in marker
     sent = executor.model.requests[1].messages[-1]  # type: ignore[attr-defined]
     assert isinstance(sent, ToolMessage) and sent.content == result
-    assert len(response.content) < expected_limit + 10_000
+    assert json.loads(events[1].data)["result"] == result  # tool_end shows what the model saw
+    # the truncated result twice (tool_end and done), never the 10 MB
+    assert len(response.content) < 2 * expected_limit + 10_000

@@ -1,0 +1,167 @@
+"""A disconnect storm in which half the clients come back: hundreds of streams cut at random
+points (FIN or RST), half of them re-attaching with ``Last-Event-ID``.
+
+Afterwards: every run finished exactly once (a re-attached one with ``success``, an abandoned
+one ``cancelled`` after the grace), every re-attached client holds the exact text of an
+uninterrupted run, no run made a tool call twice, and once the replay window has passed nothing
+is left: no run kept, no task, no permit, no open stream, and with Redis no key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from prometheus_client import CollectorRegistry
+
+from agent_executor import AgentExecutor
+from server import Settings, create_app
+from server.runs import RunRelay
+from server.runs.redis import RedisRunRelay
+from server.state import STATE
+
+from ..helpers import sample
+from ..redis_server import redis_server
+from .sse_parser import SSEEvent, parse
+from .support import (
+    PhasedModel,
+    make_lookup_tools,
+    other_tasks,
+    prompt_for,
+    raw_stream,
+    settle,
+)
+
+GRACE, WINDOW = 0.5, 1.0
+SETTINGS = Settings(
+    heartbeat_seconds=0.2, reattach_grace_seconds=GRACE, replay_window_seconds=WINDOW
+)
+
+
+def body(index: int) -> bytes:
+    return json.dumps({"message": prompt_for(index, words=5), "events": "json"}).encode()
+
+
+def text(events: list[SSEEvent]) -> str:
+    return "".join(json.loads(e.data)["text"] for e in events if e.type == "message")
+
+
+@asynccontextmanager
+async def storm_app(
+    relay: RunRelay | None = None,
+) -> AsyncIterator[tuple[web.Application, httpx.AsyncClient, CollectorRegistry]]:
+    """The app on a phased model (text, a tool slower than the grace, text), on 127.0.0.1."""
+    registry = CollectorRegistry()
+    lookup, compute, _ = make_lookup_tools(min_seconds=0.6, max_seconds=0.9)  # past the grace
+    executor = AgentExecutor(
+        model=PhasedModel(),
+        tools=[lookup, compute],
+        metrics=registry,
+        max_concurrency=128,
+        queue_timeout=60,
+    )
+    app = create_app(executor, SETTINGS, relay=relay)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with httpx.AsyncClient(base_url=str(server.make_url("")), timeout=30) as client:
+            yield app, client, registry
+    finally:
+        await server.close()
+
+
+async def storm(client: httpx.AsyncClient, streams: int, concurrency: int) -> dict[int, str]:
+    """Cut ``streams`` streams at random points and bring the even ones back; the text each
+    returning client ended with."""
+    port = client.base_url.port
+    assert port is not None
+    rng = random.Random(29)
+    gate = asyncio.Semaphore(concurrency)
+    texts: dict[int, str] = {}
+
+    async def one(index: int) -> None:
+        async with gate:
+            cut = await raw_stream(
+                port, body(index), rng.choice(["text", "tool", "answer"]),
+                abort=rng.random() < 0.3, linger=rng.choice([0, 0, 0.005]),
+            )  # fmt: skip
+            if index % 2 or not cut.events or cut.completed:
+                return
+            rest = await client.post(
+                "/api/chat/stream",
+                content=b"{}",
+                headers={"Last-Event-ID": cut.events[-1].last_event_id},
+            )
+            assert rest.status_code == 200, rest.text
+            texts[index] = text(cut.events) + text(parse(rest.content))
+
+    await asyncio.gather(*(one(i) for i in range(streams)))
+    return texts
+
+
+async def storm_and_return(
+    client: httpx.AsyncClient, streams: int, concurrency: int
+) -> dict[int, str]:
+    """:func:`storm` with clients of its own, closed afterwards (their keep-alive connections
+    are not left behind)."""
+    async with httpx.AsyncClient(base_url=client.base_url, timeout=30) as own:
+        return await storm(own, streams, concurrency)
+
+
+async def check_storm(
+    app: web.Application,
+    client: httpx.AsyncClient,
+    registry: CollectorRegistry,
+    streams: int,
+    concurrency: int,
+) -> None:
+    whole = await client.post("/api/chat/stream", content=body(0))
+    expected = text(parse(whole.content))  # every prompt's answer has the same words
+    await settle(registry)
+    tasks_before = other_tasks()
+
+    texts = await storm_and_return(client, streams, concurrency)
+    await asyncio.sleep(GRACE + WINDOW + 0.5)  # the point: the grace and the window run out
+    after = await settle(registry, tasks_before, timeout=15)
+
+    def outcome(name: str) -> float:
+        return sample(registry, "agent_executor_requests_total", mode="stream", outcome=name)
+
+    assert outcome("success") + outcome("cancelled") == streams + 1  # each run ended once
+    assert outcome("cancelled") >= streams // 4  # abandoned while their tool ran
+    assert len(texts) >= streams // 4, len(texts)
+    assert {i: t for i, t in texts.items() if t != expected} == {}
+    lookups = sample(registry, "agent_executor_tool_calls_total", tool="lookup", status="success")
+    assert lookups <= streams + 1  # no run called its tool twice
+    assert not any(after["gauges"].values()), after["gauges"]
+    assert not after["tasks"], [task.get_coro() for task in after["tasks"]]
+    assert len(app[STATE].streams.runs) == 0  # nothing kept after the window
+
+
+@pytest.mark.timeout(120)
+async def test_a_storm_with_half_the_clients_coming_back() -> None:
+    async with storm_app() as (app, client, registry):
+        await check_storm(app, client, registry, streams=300, concurrency=75)
+
+
+@pytest.mark.timeout(120)
+async def test_a_storm_across_redis_leaves_no_key(tmp_path: Path) -> None:
+    with redis_server(tmp_path) as server:
+        relay = RedisRunRelay(server.url, window_seconds=WINDOW, grace_seconds=GRACE)
+        async with storm_app(relay) as (app, client, registry):
+            await check_storm(app, client, registry, streams=100, concurrency=50)
+            await asyncio.sleep(WINDOW)  # the keys' own TTL (the window) runs out
+        keys = aioredis.Redis.from_url(server.url)
+        try:
+            assert await keys.keys("agent-executor:run:*") == []
+        finally:
+            await keys.aclose()

@@ -1,0 +1,148 @@
+"""A client whose connection to one replica drops re-attaches through the load balancer to
+another replica, which streams the rest of the run still going on the first (Redis Streams),
+with real service processes and a real redis-server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from .redis_server import RedisServer, redis_server
+from .server_helpers import service_process
+from .test_stream_reattach import parse, text
+
+QUESTION = {"message": "What is the weather in Paris?"}
+QUESTION_TEXT = {"text": QUESTION["message"]}
+
+
+@pytest.fixture
+def redis_srv(tmp_path: Path) -> Iterator[RedisServer]:
+    with redis_server(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+def replicas(redis_srv: RedisServer) -> Iterator[list[str]]:
+    """Two replicas on one Redis; the weather tool takes 1.5 s; a run whose client left waits
+    0.5 s for it to come back; finished runs are kept 1 s."""
+    args = (
+        "--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py",
+        "--reattach-grace", "0.5", "--replay-window", "1",
+    )  # fmt: skip
+    env = {"SLOW_TOOL_SECONDS": "1.5"}
+    with ExitStack() as stack:
+        yield [stack.enter_context(service_process(*args, env=env))[1] for _ in range(2)]
+
+
+def until_tool_start(client: httpx.Client, base: str) -> list[dict[str, str]]:
+    """Stream the question from ``base`` and drop the connection at ``tool_start``."""
+    buffer = ""
+    with client.stream("POST", f"{base}/api/chat/stream", json=QUESTION) as response:
+        for chunk in response.iter_text():
+            buffer += chunk
+            got = parse(buffer[: buffer.rfind("\n\n") + 2])
+            if got and got[-1]["event"] == "tool_start":
+                return got
+    raise AssertionError("the stream ended before tool_start")
+
+
+def test_the_rest_of_a_run_comes_from_the_replica_it_runs_on(
+    replicas: list[str], redis_srv: RedisServer
+) -> None:
+    a, b = replicas
+    with httpx.Client(timeout=20) as client:
+        whole = parse(client.post(f"{a}/api/chat/stream", json=QUESTION).text)
+        first = until_tool_start(client, a)
+        rest = client.post(
+            f"{b}/api/chat/stream", json=QUESTION, headers={"Last-Event-ID": first[-1]["id"]}
+        )
+        again = client.post(
+            f"{b}/api/chat/stream",
+            json=QUESTION,
+            headers={"Last-Event-ID": parse(rest.text)[-1]["id"]},
+        )
+        metrics = client.get(f"{a}/metrics").text
+
+    assert rest.status_code == 200
+    assert text(first) + text(parse(rest.text)) == text(whole)
+    assert [e["event"] for e in parse(rest.text)][-1] == "done"
+    assert again.status_code == 204  # after done: nothing more, nothing started
+    # the run on A went on while its client read it on B (not cancelled after 0.5 s)
+    assert 'agent_executor_requests_total{mode="stream",outcome="cancelled"} 0.0' in metrics
+    assert 'agent_executor_tool_calls_total{status="success",tool="get_weather"} 2.0' in metrics
+
+
+def test_a_stop_sent_to_another_replica_stops_the_run(replicas: list[str]) -> None:
+    a, b = replicas
+    with httpx.Client(timeout=20) as client:
+        first = until_tool_start(client, a)
+        run = first[-1]["id"].split(":")[0]
+        stop = client.delete(f"{b}/api/runs/{run}")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            metrics = client.get(f"{a}/metrics").text
+            if 'outcome="cancelled"} 1.0' in metrics:
+                break
+            time.sleep(0.1)
+
+    assert stop.status_code == 200
+    assert stop.json() == {"run_id": run, "stopped": True}
+    assert 'agent_executor_requests_total{mode="stream",outcome="cancelled"} 1.0' in metrics
+
+
+def test_no_key_is_left_behind_after_the_window(
+    replicas: list[str], redis_srv: RedisServer
+) -> None:
+    a, _ = replicas
+    with httpx.Client(timeout=20) as client:
+        client.post(f"{a}/api/chat/stream", json=QUESTION)
+    keys = redis.Redis.from_url(redis_srv.url)
+    try:
+        assert keys.keys("agent-executor:run:*")  # kept for the window
+        deadline = time.monotonic() + 10
+        while keys.keys("agent-executor:run:*") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert keys.keys("agent-executor:run:*") == []
+    finally:
+        keys.close()
+
+
+def test_the_ai_sdk_resumes_a_chat_on_another_replica(replicas: list[str]) -> None:
+    """``useChat({resume: true})`` after a reload that landed on the other replica: the answer
+    in flight, from its ``start``, then live to ``[DONE]``."""
+    a, b = replicas
+    chat = {
+        "id": "chat-1",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", **QUESTION_TEXT}]}],
+        "trigger": "submit-message",
+    }
+    headers = {"X-User-Id": "ada"}
+    with httpx.Client(timeout=20) as client:
+        buffer = ""
+        with client.stream("POST", f"{a}/api/chat/ui", json=chat, headers=headers) as response:
+            assert response.status_code == 200
+            for chunk in response.iter_text():
+                buffer += chunk
+                if '"type":"tool-input-available"' in buffer:
+                    break
+        resumed = client.get(f"{b}/api/chat/ui/chat-1/stream", headers=headers)
+        nobody = client.get(f"{b}/api/chat/ui/chat-1/stream", headers={"X-User-Id": "eve"})
+
+    assert resumed.status_code == 200
+    assert resumed.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    lines = [line[6:] for line in resumed.text.split("\n") if line.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    chunks = [json.loads(line) for line in lines[:-1]]
+    assert chunks[0]["type"] == "start"  # replayed from its start
+    assert "In Paris it is" in "".join(
+        c.get("delta", "") for c in chunks if c["type"] == "text-delta"
+    )
+    assert nobody.status_code == 204
