@@ -483,6 +483,51 @@ async def test_stop_closes_the_stream_and_the_service_cancels_the_run(
         await expect(page.locator(".message.assistant").nth(1)).to_have_class(DONE, timeout=WAIT_MS)
 
 
+@pytest.mark.parametrize("transport", ["fetch", "eventsource"])
+async def test_a_reload_mid_answer_shows_the_rest_of_the_same_run(
+    browser: Browser,
+    transport: str,
+) -> None:
+    started, gate, runs = asyncio.Event(), asyncio.Event(), []
+
+    @tool
+    async def survey(region: str) -> str:
+        """A survey that waits for the test."""
+        runs.append(region)
+        started.set()
+        await gate.wait()
+        return f"{region}: all calm"
+
+    turns: list[ScriptedTurn] = [
+        tool_turn(call("survey", {"region": "north"}, id="s1"), text="Surveying. "),
+        "The north is calm.",
+    ]
+    async with chat_page(browser, turns, [survey]) as (page, app):
+        await page.goto("/")
+        if transport == "eventsource":
+            await page.locator("#use-eventsource").check()
+        await ask(page, "survey the north")
+        await asyncio.wait_for(started.wait(), WAIT_MS / 1000)
+        await expect(page.locator(".message.assistant").first).to_contain_text("Surveying")
+        await page.reload()  # the connection goes with the page; the run goes on
+        gate.set()
+
+        reply = page.locator(".message.assistant").first
+        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        await expect(page.locator(".message.user").first).to_have_text("survey the north")
+        assert await answer_text(reply) == "Surveying. The north is calm."
+        await screenshot(page, f"reloaded-{transport}")
+
+    assert runs == ["north"]  # nothing ran twice
+    assert len(app.model.requests) == 2
+    assert (
+        app.registry.get_sample_value(
+            "agent_executor_requests_total", {"mode": "stream", "outcome": "success"}
+        )
+        == 1.0
+    )
+
+
 async def wait_for_sample(
     registry: CollectorRegistry, name: str, value: float, **labels: str
 ) -> None:

@@ -8,7 +8,10 @@
   // The endpoints, as index.html declares them (relative, so the page works under a prefix).
   const STREAM_URL = document.body.dataset.streamUrl || "api/chat/stream";
   const TOOL_RESULT_URL = document.body.dataset.toolResultUrl || "api/chat/tool-result";
+  const RUNS_URL = document.body.dataset.runsUrl || "api/runs";
   const SESSION_KEY = "agent-executor.session_id";
+  /** The reply in progress (its run and the user's message), so a reload shows the rest. */
+  const INFLIGHT_KEY = "agent-executor.inflight";
   const API_KEY_KEY = "agent-executor.api_key";
   const ASK_USER = "ask_user"; // the built-in tool with which the model asks the person
   /** The event types an EventSource listens for ("error" and "done" are handled apart). */
@@ -704,11 +707,12 @@
       delete this.bubble.dataset.finishReason;
     }
 
-    handle(type, raw) {
+    handle(type, raw, id) {
       let data = raw;
       try { data = JSON.parse(raw); } catch (_) { /* text mode: keep the string */ }
       window.__chatEvents.push({ type, data });
       if (this.finished) return;
+      if (typeof id === "string" && id !== "") this.seen(id);
       const obj = data !== null && typeof data === "object" ? data : {};
       switch (type) {
         case "message": this.text(typeof obj.text === "string" ? obj.text : raw); break;
@@ -800,8 +804,19 @@
       for (const card of this.cards.values()) card.drop();
     }
 
+    /** An event's id, "<run>:<position>": the run to come back to if the connection drops. */
+    seen(id) {
+      this.lastEventId = id;
+      const run = id.slice(0, id.lastIndexOf(":"));
+      if (run !== "" && this.runId !== run) {
+        this.runId = run;
+        writeStored(INFLIGHT_KEY, JSON.stringify({ run, message: this.message || "" }));
+      }
+    }
+
     // -- endings --
     done(obj) {
+      writeStored(INFLIGHT_KEY, ""); // the run is over: a reload has nothing to come back to
       this.results(obj.tool_calls);
       for (const call of Array.isArray(obj.pending_approvals) ? obj.pending_approvals : []) {
         this.approvalRequired(call ?? {}); // in case an approval_required event was missed
@@ -834,6 +849,7 @@
 
     /** The user pressed Stop: the stream was closed, which cancels the run on the server. */
     stopped() {
+      writeStored(INFLIGHT_KEY, "");
       if (this.finished) return;
       this.bubble.classList.add("stopped");
       this.note("Stopped: the run was cancelled.", "turn-note stopped");
@@ -854,14 +870,48 @@
       turn.fail(label, response.status === 401 ? keyProblem(detail) : detail);
       return;
     }
+    try {
+      await readEvents(turn, response);
+    } catch (err) {
+      if (signal.aborted || turn.finished || !turn.runId) throw err;
+      await reattach(turn, signal, err); // the connection dropped mid-answer: come back
+    }
+  }
+
+  /** Feed ``turn`` the events of a streamed response until it ends. */
+  async function readEvents(turn, response) {
     const reader = response.body.getReader();
-    const parser = createSSEParser((type, data) => turn.handle(type, data));
+    const parser = createSSEParser((type, data, id) => turn.handle(type, data, id));
     for (;;) {
       const { value, done } = await reader.read(); // rejects when Stop aborts the request
       if (done) break;
       parser.push(value);
     }
     parser.end();
+  }
+
+  /**
+   * Re-attach ``turn`` to its run after the connection dropped: the events after the last one
+   * it got, then the rest (the service neither starts nor repeats anything). A few tries, a
+   * second apart, as the network comes back.
+   */
+  async function reattach(turn, signal, cause) {
+    for (let attempt = 0; attempt < 5 && !signal.aborted && !turn.finished; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, attempt === 0 ? 200 : 1000));
+      try {
+        const headers = { ...authHeaders(), Accept: "text/event-stream" };
+        if (turn.lastEventId) headers["Last-Event-ID"] = turn.lastEventId;
+        const response = await fetch(`${RUNS_URL}/${encodeURIComponent(turn.runId)}/events`,
+          { headers, signal });
+        if (response.status !== 200) break; // the run is gone (expired, unknown)
+        await readEvents(turn, response);
+        return;
+      } catch (err) {
+        if (signal.aborted) throw err;
+        cause = err;
+      }
+    }
+    throw cause;
   }
 
   let lastEventSource = null;
@@ -881,17 +931,21 @@
       };
       signal.addEventListener("abort", end);
       for (const type of EVENT_TYPES) {
-        source.addEventListener(type, (e) => turn.handle(type, e.data));
+        source.addEventListener(type, (e) => turn.handle(type, e.data, e.lastEventId));
       }
-      source.addEventListener("done", (e) => { end(); turn.handle("done", e.data); });
+      source.addEventListener("done", (e) => { end(); turn.handle("done", e.data, e.lastEventId); });
       source.addEventListener("error", (e) => {
         // Ours carries data; the browser's own (connection failed or closed) does not.
-        end();
         if (typeof e.data === "string") {
-          turn.handle("error", e.data);
+          end();
+          turn.handle("error", e.data, e.lastEventId);
           turn.finish("error");
           return;
         }
+        // A dropped connection: EventSource reconnects by itself, with Last-Event-ID, and
+        // gets the rest of the same run.
+        if (source.readyState === EventSource.CONNECTING && turn.runId) return;
+        end();
         turn.fail("connection", turn.hasText
           ? "the connection to the server was lost before the reply finished"
           : "could not get a reply (the server refused the request, e.g. for want of an API "
@@ -923,7 +977,47 @@
     }
   }
 
-  function stop() { if (active !== null) active.controller.abort(); }
+  /** Stop: the service cancels the run at once (closing the stream alone would leave it
+   * a few seconds to see whether the client comes back). */
+  function stop() {
+    if (active === null) return;
+    const { turn, controller } = active;
+    if (turn.runId) {
+      fetch(`${RUNS_URL}/${encodeURIComponent(turn.runId)}`,
+        { method: "DELETE", headers: authHeaders() }).catch(() => {});
+    }
+    controller.abort();
+  }
+
+  /** A reload while a reply was streaming: show the user's message and the whole reply,
+   * re-attached to the same run (nothing runs again). */
+  async function resumeInflight() {
+    let inflight = null;
+    try { inflight = JSON.parse(readStored(INFLIGHT_KEY) || "null"); } catch (_) { /* none */ }
+    if (!inflight || typeof inflight.run !== "string" || inflight.run === "") return;
+    writeStored(INFLIGHT_KEY, "");
+    addUserBubble(inflight.message || "");
+    const turn = new Turn();
+    turn.message = inflight.message || "";
+    turn.runId = inflight.run;
+    lastTurn = turn;
+    const controller = new AbortController();
+    active = { turn, controller };
+    turn.begin();
+    setBusy(true);
+    try {
+      const response = await fetch(`${RUNS_URL}/${encodeURIComponent(inflight.run)}/events`, {
+        headers: { ...authHeaders(), Accept: "text/event-stream" }, signal: controller.signal,
+      });
+      if (response.status === 200) await readEvents(turn, response);
+      else turn.fail("resume", "the reply in progress is no longer available");
+    } catch (err) {
+      if (!controller.signal.aborted) turn.fail("network", describe(err));
+    }
+    if (controller.signal.aborted) turn.stopped();
+    turn.fail("incomplete", "the stream ended before the reply was done");
+    if (active !== null && active.controller === controller) active = null;
+  }
 
   async function send() {
     const message = input.value;
@@ -932,6 +1026,7 @@
     addUserBubble(message);
     input.value = "";
     const turn = new Turn();
+    turn.message = message;
     lastTurn = turn;
     if (useEventSource.checked && apiKey() !== "") {
       turn.begin();
@@ -950,4 +1045,5 @@
   document.addEventListener("keydown", (e) => { if (e.key === "Escape" && busy) stop(); });
   window.addEventListener("pagehide", () => { if (lastEventSource) lastEventSource.close(); });
   setBusy(false);
+  resumeInflight();
 })();
