@@ -123,6 +123,39 @@ async def test_a_client_that_comes_back_gets_the_rest_of_the_same_run() -> None:
     assert len(model_of(executor).requests) == 2
 
 
+async def test_any_text_comes_back_byte_for_byte_from_any_position() -> None:
+    """Non-ASCII, astral and long deltas (the log keeps short ASCII text apart from the rest)."""
+    refund = Refund()
+    before = "Voilà ünï 😀 " + "x" * 300 + " ok "
+    after = "Fertig — " + "y" * 70000 + " 終わり\n\nbye"
+    executor = make_executor(
+        [tool_turn(call("refund", {"amount": 5}, id="c1"), text=before), text_turn(after)],
+        [refund.tool],
+    )
+
+    async with serve(executor, FAST) as client:
+        async with cut_after(client, "tool_start", json={"message": "refund 5"}) as first:
+            refund.gate.set()
+        again = [
+            parse(
+                (
+                    await client.post(
+                        "/api/chat/stream",
+                        json={"message": "refund 5"},
+                        headers={"Last-Event-ID": first[position]["id"]},
+                    )
+                ).text
+            )
+            for position in (0, 2, len(first) - 1)
+        ]
+
+    whole = before + "\n\n" + after
+    for position, rest in zip((0, 2, len(first) - 1), again, strict=True):
+        assert text(first[: position + 1]) + text(rest) == whole
+        assert rest[-1]["event"] == "done"
+    assert refund.runs == 1
+
+
 async def test_an_event_source_reconnecting_by_get_gets_the_rest_and_then_204() -> None:
     refund = Refund()
     executor = refunding(refund)

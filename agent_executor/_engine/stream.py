@@ -10,6 +10,10 @@ run's task and wait (shielded, bounded) until its tools are cancelled and its pe
 released; a stream dropped without ``aclose()`` (``break`` out of ``async for``) cancels the run
 when it is garbage-collected, which CPython does at once. The run task holds only the channel,
 never the stream, so that works.
+
+A service that keeps a run's events for a client that comes back retains the stream
+(:meth:`EventStream.retain`): events stay in the channel after the consumer took them until
+:meth:`EventStream.release` hands them over, so keeping them costs the per-token path nothing.
 """
 
 from __future__ import annotations
@@ -32,16 +36,21 @@ class _Channel:
     ``request_timeout`` bounds it).
 
     A list and a read position rather than a ``deque``: a stream holds a few events at a time,
-    and an empty deque alone costs ~0.7 KiB per open stream.
+    and an empty deque alone costs ~0.7 KiB per open stream. A retaining channel keeps the
+    events the consumer took until :meth:`release` hands them over (``kept``: how many at the
+    list's start were handed over already), so keeping a run's events costs its hot path
+    nothing.
     """
 
-    __slots__ = ("buffer", "finished", "head", "waiter")
+    __slots__ = ("buffer", "finished", "head", "kept", "retaining", "waiter")
 
     def __init__(self) -> None:
         self.buffer: list[AgentEvent] = []
         self.head = 0
         self.waiter: asyncio.Future[None] | None = None
         self.finished = False
+        self.retaining = False
+        self.kept = 0
 
     def push(self, event: AgentEvent) -> None:
         self.buffer.append(event)
@@ -49,24 +58,13 @@ class _Channel:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def push_to(self, observer: Callable[[AgentEvent], None]) -> Emit:
-        """An ``emit`` that shows each event to ``observer``, then queues it (unless the
-        consumer has left: :meth:`EventStream.keep_running`)."""
-
-        def emit(event: AgentEvent) -> None:
-            observer(event)
-            if not self.finished:
-                self.push(event)
-
-        return emit
-
     def take(self) -> AgentEvent | None:
         """The oldest waiting event, or None."""
         buffer, head = self.buffer, self.head
         if head == len(buffer):
             return None
         event = buffer[head]
-        if head + 1 == len(buffer):
+        if head + 1 == len(buffer) and not self.retaining:
             buffer.clear()
             self.head = 0
         else:
@@ -77,8 +75,20 @@ class _Channel:
         """Every waiting event, oldest first."""
         buffer, head = self.buffer, self.head
         events = buffer[head:]
-        buffer.clear()
+        if self.retaining:
+            self.head = len(buffer)
+        else:
+            buffer.clear()
+            self.head = 0
+        return events
+
+    def release(self) -> list[AgentEvent]:
+        """Every event not handed over yet, taken or not; the taken ones are dropped."""
+        buffer = self.buffer
+        events = buffer[self.kept :]
+        del buffer[: self.head]
         self.head = 0
+        self.kept = len(buffer)
         return events
 
     def finish(self, _: object = None) -> None:
@@ -91,13 +101,12 @@ class _Channel:
 class EventStream(AsyncGenerator[AgentEvent, None]):
     """The events of one run, in order; the last one is always a ``DoneEvent``."""
 
-    __slots__ = ("_channel", "_observer", "_start", "_task")
+    __slots__ = ("_channel", "_start", "_task")
 
     def __init__(self, start: Callable[[Emit], Coroutine[Any, Any, object]]) -> None:
         self._start: Callable[[Emit], Coroutine[Any, Any, object]] | None = start
         self._channel = _Channel()
         self._task: asyncio.Task[object] | None = None
-        self._observer: Callable[[AgentEvent], None] | None = None
 
     def __aiter__(self) -> EventStream:
         return self
@@ -117,7 +126,7 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
             try:
                 await waiter
             except BaseException:
-                if self._observer is None:  # an observed run is its observer's to stop
+                if not channel.retaining:  # a retained run is its keeper's to stop
                     await self.aclose()
                 raise
             finally:
@@ -132,27 +141,24 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
         if self._start is not None:
             self._begin()
 
-    def observe(self, observer: Callable[[AgentEvent], None]) -> None:
-        """Show every event to ``observer`` as the run emits it, before it is queued for the
-        consumer (a service keeping a replay log); set before the run starts. The run is then
-        the observer's: a consumer cancelled while it waits does not stop it (:meth:`aclose`
-        and garbage collection still do)."""
-        if self._start is None:
-            raise RuntimeError("observe() must be called before the run starts")
-        self._observer = observer
+    def retain(self) -> None:
+        """Keep every event, also once the consumer has taken it, until :meth:`release` hands
+        it over (a service keeping a run's events for a client that comes back). A retained
+        run is its keeper's: a consumer cancelled while it waits does not stop it
+        (:meth:`aclose` and garbage collection still do)."""
+        self._channel.retaining = True
 
-    def keep_running(self) -> None:
-        """The consumer leaves but the run goes on: its events still reach the observer, no
-        longer the queue; :meth:`aclose` stops the run, and ``await`` :meth:`finished` waits
-        for its end."""
-        self._channel.finished = True
-        self._channel.take_all()
+    def release(self) -> list[AgentEvent]:
+        """Every event the run emitted since the last release, in order, taken or still
+        waiting (waiting ones stay queued for the consumer too): a retained stream's events
+        are kept only until this hands them over."""
+        return self._channel.release()
 
-    async def finished(self) -> None:
-        """Wait until the run has ended (it ended already if it never started)."""
-        task = self._task
-        if task is not None and not task.done():
-            await asyncio.wait([task])
+    @property
+    def retained(self) -> int:
+        """How many events :meth:`release` would hand over now."""
+        channel = self._channel
+        return len(channel.buffer) - channel.kept
 
     def drain_nowait(self) -> list[AgentEvent]:
         """Every event that is already waiting (possibly none), without waiting for more."""
@@ -191,9 +197,7 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
     def _begin(self) -> None:
         start, self._start = self._start, None
         assert start is not None
-        channel = self._channel
-        emit = channel.push if self._observer is None else channel.push_to(self._observer)
-        task = asyncio.get_running_loop().create_task(start(emit))
+        task = asyncio.get_running_loop().create_task(start(self._channel.push))
         task.add_done_callback(self._channel.finish)
         self._task = task
 

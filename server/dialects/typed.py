@@ -157,7 +157,7 @@ class TypedEncoder:
     in ``json`` mode."""
 
     media_type = "text/event-stream"
-    __slots__ = ("_json", "_next", "_prefix", "_retry_ms", "run_id")
+    __slots__ = ("_json", "_next", "_prefix", "_retry_ms", "_text_only", "run_id")
 
     def __init__(
         self, mode: EventMode, run_id: str, *, start: int = 0, retry_ms: int = 1000
@@ -167,6 +167,8 @@ class TypedEncoder:
         self._prefix = f"{run_id}:"
         self._next = start
         self._retry_ms = retry_ms
+        self._text_only = False if retry_ms else not self._json
+        """Text mode once the ``retry:`` hint has gone out: text deltas take the short path."""
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -178,22 +180,30 @@ class TypedEncoder:
     def encode(self, event: AgentEvent) -> bytes:
         position = self._next
         self._next = position + 1
+        if type(event) is MessageEvent and self._text_only:
+            # The per-token path: one f-string, the id written in place.
+            text = event.text
+            if "\n" in text or "\r" in text:
+                return frame("message", text, f"{self._prefix}{position}")
+            return f"id: {self._prefix}{position}\nevent: message\ndata: {text}\n\n".encode(
+                "utf-8", "replace"
+            )
         if self._retry_ms:
             # In the first event's block: a block of its own would be an empty event to
             # clients that do not follow the format's rule for blocks without data.
             hint, self._retry_ms = self._retry_ms, 0
+            self._text_only = not self._json
             return retry(hint) + self.encode_at(event, position)
         return self.encode_at(event, position)
 
     def encode_at(self, event: AgentEvent, position: int) -> bytes:
         """``event`` as the run's event at ``position``."""
         kind = type(event)
-        if kind is MessageEvent and not self._json:
-            return frame("message", event.text, self._prefix + str(position))  # type: ignore[union-attr]
+        event_id = f"{self._prefix}{position}"
         if self._json:
             fields = _JSON[kind](event)
             if kind is DoneEvent:
                 fields["run_id"] = self.run_id
-            return frame(event.type, _dumps(fields), self._prefix + str(position))
+            return frame(event.type, _dumps(fields), event_id)
         data = encode_data(event, "text")
-        return b"" if data is None else frame(event.type, data, self._prefix + str(position))
+        return b"" if data is None else frame(event.type, data, event_id)

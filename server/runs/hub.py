@@ -18,7 +18,7 @@ import asyncio
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,6 +49,8 @@ class LiveRun:
     events: EventStream | None
     """The run's own stream while it may still be going (released once it is kept finished)."""
     readers: int = 0
+    consumed: bool = False
+    """Whether the hub takes the run's events from its stream (its client has left)."""
     stopped: bool = False
     """Cancelled by the service (no client came back, an explicit stop, shutdown)."""
     _timer: asyncio.TimerHandle | None = field(default=None, repr=False)
@@ -147,9 +149,9 @@ class RunHub:
         log = EventLog(self.max_run_bytes)
         if first is not None:
             log.append(first)
+        log.follow(events)
         run_id = secrets.token_urlsafe(12)
         run = LiveRun(run_id, user_id, session_id, factory, name, log, events)
-        events.observe(log.append)
         self._runs[run.run_id] = run
         if session_id is not None:
             self._sessions[(user_id, session_id)] = run
@@ -204,8 +206,9 @@ class RunHub:
         if run.log.done:
             self._finish(run)
         elif run._timer is None:
-            if run.events is not None:
-                run.events.keep_running()
+            if run.events is not None and not run.consumed:
+                run.consumed = True
+                self._spawn(self._consume(run.events, run.log))
             loop = asyncio.get_running_loop()
             run._timer = loop.call_later(self.grace_seconds, self._abandoned, run)
 
@@ -247,9 +250,24 @@ class RunHub:
         if run.log.done:
             self._finish(run)
             return
-        task = asyncio.get_running_loop().create_task(self._abandon(run))
+        self._spawn(self._abandon(run))
+
+    def _spawn(self, work: Coroutine[object, None, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _consume(events: EventStream, log: EventLog) -> None:
+        """Take the run's events from its stream while no client does (the log keeps them),
+        so that each reaches the log, and a re-attached reader, as the run emits it."""
+        try:
+            async for _ in events:
+                events.drain_nowait()
+                log.compact()
+        except Exception:
+            logger.exception("a run whose client left failed")
+        log.compact()
 
     async def _abandon(self, run: LiveRun) -> None:
         """Cancel a run nobody came back to, unless a client reads it on another replica

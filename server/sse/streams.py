@@ -82,8 +82,8 @@ class SSEWriter:
 
     __slots__ = (
         "_done_written", "_encoder", "_heartbeat", "_heartbeat_task", "_last_write", "_request",
-        "_response", "_scope", "_write_timeout", "_writing_since", "disconnected", "done_sent",
-        "slow_reader", "stopped",
+        "_response", "_scope", "_write_timeout", "_writing_since", "after_write", "disconnected",
+        "done_sent", "slow_reader", "stopped",
     )  # fmt: skip
 
     def __init__(
@@ -108,6 +108,8 @@ class SSEWriter:
         self.disconnected = False
         self.slow_reader = False
         self.stopped = False
+        self.after_write: Callable[[], None] | None = None
+        """Called after each write (a run's log takes over what the run emitted)."""
 
     async def pump(
         self, events: AsyncIterator[AgentEvent], first: asyncio.Future[AgentEvent] | None = None
@@ -181,6 +183,8 @@ class SSEWriter:
             await self._response.write(data)
         finally:
             self._writing_since = None
+        if self.after_write is not None:
+            self.after_write()
         if self._done_written:
             self.done_sent = True
 
@@ -321,6 +325,8 @@ class Streams:
                 self.runs.forget(run)
             raise
         writer = SSEWriter(request, response, encoder, self._heartbeat, self._write_timeout)
+        if run is not None:
+            writer.after_write = run.log.settle
         self._opened(writer, run)
         try:
             await self._stream(writer, events, before, first)
