@@ -177,11 +177,19 @@ class NodeEndEvent:
 
 @dataclass(frozen=True, slots=True)
 class ErrorEvent:
-    """The run failed; always followed by exactly one :class:`DoneEvent`."""
+    """The run failed; always followed by exactly one :class:`DoneEvent`.
+
+    ``message`` is what a client may be told (for ``llm_error``, a generic text with the
+    request id). ``detail`` is the cause, for the program that runs the executor to log or
+    show: the provider's text for ``llm_error``, the exception for ``internal_error``
+    (``None`` when the message says it all). It is never serialised (``event_adapter``
+    leaves it out, the service never sends it) and not compared.
+    """
 
     code: str
     message: str
     retry_after: float | None = None
+    detail: Annotated[str | None, Field(exclude=True)] = field(default=None, compare=False)
     type: Literal["error"] = field(default="error", init=False, repr=False)
 
 

@@ -38,7 +38,7 @@ from .errors import ConfigurationError
 from .guards import Guard, OutputGuard, ToolResultScreen
 from .hooks import Hook, HookChain
 from .memory import ConversationStore, HistoryCompressor, InMemoryConversationStore
-from .models import ChatModel, resolve_model
+from .models import ChatModel, check_credentials, resolve_model
 from .observability import Metrics, Tracing, install_log_context
 from .orchestration import AgentTool, Handoff, SessionPolicy
 from .results import AgentResult
@@ -69,7 +69,9 @@ class AgentExecutor:
     ``max_input_tokens``, ``max_output_tokens`` and ``max_cost_usd`` bound what one run may
     spend (summed over its model calls; a command may set lower ones): a run that would pass
     one is stopped with ``finish_reason="budget"`` and a ``budget_exceeded`` error, keeping its
-    whole turns (docs/spend.md).
+    whole turns (docs/spend.md). A model string whose provider is unknown, or whose key is
+    not in the environment, is refused (:class:`ConfigurationError` naming the variable; see
+    :func:`~agent_executor.models.check_credentials`).
     """
 
     def __init__(
@@ -114,6 +116,8 @@ class AgentExecutor:
         _check_limits(max_concurrency, max_turns, max_parallel_tools, max_tool_calls)
         self.name, self.description = name, description
         self.model: ChatModel = resolve_model(model)
+        if isinstance(model, str):
+            check_credentials(self.model)  # no key: refused now, not in every run's error
         reserve = getattr(self.model, "reserve_connections", None)
         if reserve is not None:
             reserve(max_concurrency)  # every run holding a permit gets a pooled connection

@@ -62,7 +62,8 @@ class Hook:
         return None
 
     async def after_model(self, ctx: RunContext, response: ModelResponse) -> None:
-        """After each model call has streamed its whole answer."""
+        """After each model call that spent: answered, or cut at the run's spending limit
+        (``finish_reason`` ``"budget"``)."""
 
     async def before_tool_call(self, ctx: RunContext, call: ToolCall) -> ToolCall | None:
         """Before each tool call; return a changed call (same id) to change its arguments."""

@@ -74,13 +74,19 @@ class Source(BaseModel):
 
 
 class ErrorInfo(BaseModel):
-    """Why a run failed: an ``error.code`` of SPEC section 3 and a human-readable message."""
+    """Why a run failed: an ``error.code`` of SPEC section 3 and a human-readable message.
+
+    ``detail`` is the cause, for the program that runs the executor (see ``ErrorEvent``):
+    the provider's text for ``llm_error``, the exception for ``internal_error``. It is left
+    out of JSON (``model_dump``, ``POST /api/chat``), as ``AgentResult.messages`` is.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     code: str
     message: str
     retry_after: float | None = None
+    detail: str | None = Field(default=None, exclude=True)
 
 
 class AgentResult(BaseModel):

@@ -7,6 +7,11 @@ default agent, or, with a ``router``, the agent the router picks from the messag
 in code. The pick is an :class:`~agent_executor.events.AgentSelectedEvent` at the head of the
 stream. Routing never fails a request: a router that errs, times out or answers with no known
 name leaves the request with the default agent, and the event says why.
+
+A :class:`ModelRouter`'s call is spent like an agent's model call (docs/spend.md): priced,
+counted in the ``llm_*`` metrics, and charged to the user whose message it routes, through
+its ``after_model`` hooks (a ``UserBudget``). It comes before any run, so no run's usage (no
+``done``, no ``run_cost_usd``) includes it.
 """
 
 from __future__ import annotations
@@ -14,18 +19,31 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
 
+from ._engine.budget import BudgetStop, CallSpend, Meter, estimate_input_tokens
+from ._engine.state import drop
+from ._engine.streaming import ModelPolicy, TurnOutput, stream_turn
+from ._engine.telemetry import TurnMetrics
 from .command import AgentCommand
+from .context import RunContext
 from .errors import ConfigurationError
 from .events import AgentEvent, AgentSelectedEvent
 from .executor import AgentExecutor
-from .messages import SystemMessage, UserMessage
+from .hooks import Hook, HookChain
+from .messages import SystemMessage, Usage, UserMessage
 from .models import ChatModel, ModelRequest, resolve_model
+from .models.base import ModelResponse
+from .observability import Metrics
 from .results import AgentResult
+from .spend import PriceTable, default_prices
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 __all__ = ["AgentRouter", "FunctionRouter", "ModelRouter", "RouteFunction", "Router"]
 
@@ -40,6 +58,12 @@ _INSTRUCTIONS = (
     "Answer with the agent's name only: no other words, no punctuation.\n\nThe agents:\n{agents}"
 )
 _WORD_RE = re.compile(r"[\w-]+")
+_ANSWER_TOKENS = 50
+"""How much of its answer a :class:`ModelRouter` reads (about 200 characters): a name is
+short, and a model that rambles is cut off there (charged what it wrote)."""
+_POLICY = ModelPolicy(retries=0, first_token_timeout=None, idle_timeout=None)
+"""A routing call is not retried and has no timeouts of its own: ``route_timeout`` bounds the
+whole decision, and a failure leaves the request with the default agent."""
 
 
 @runtime_checkable
@@ -70,6 +94,12 @@ class ModelRouter:
     the message, and answers with a name; the answer is matched case-insensitively, first as a
     whole, then as the first word that is an agent's name. Use a small fast model; ``params``
     (default: ``temperature`` 0, ``max_tokens`` 16) go to it with every call.
+
+    Each call is spent as an agent's model call is: priced at ``prices`` (default: litellm's
+    cost map), counted in the ``llm_*`` metrics of the ``metrics`` registry (default:
+    prometheus-client's) under the router's model, and given to the ``after_model`` of
+    ``hooks``, a ``UserBudget`` among them, which charges it to the user whose request is
+    routed (``ctx.agent`` is ``"router"``).
     """
 
     def __init__(
@@ -79,6 +109,9 @@ class ModelRouter:
         instructions: str = _INSTRUCTIONS,
         max_message_chars: int = 2000,
         params: Mapping[str, Any] | None = None,
+        prices: PriceTable | None = None,
+        hooks: Sequence[Hook] = (),
+        metrics: CollectorRegistry | None = None,
     ) -> None:
         if "{agents}" not in instructions:
             raise ConfigurationError("ModelRouter instructions need an {agents} placeholder")
@@ -86,37 +119,67 @@ class ModelRouter:
         self.instructions = instructions
         self.max_message_chars = max_message_chars
         self.params = {"temperature": 0, "max_tokens": 16} if params is None else dict(params)
+        registry = Metrics.for_registry(metrics)
+        self._calls = TurnMetrics(registry, self.model.name)
+        self._spend = CallSpend(
+            self.model.name, default_prices() if prices is None else prices, self._calls
+        )
+        self._hooks = HookChain(hooks, registry)
 
-    async def route(self, message: str, agents: Mapping[str, str]) -> str | None:
+    async def route(
+        self, message: str, agents: Mapping[str, str], *, command: AgentCommand | None = None
+    ) -> str | None:
+        """The agent of ``agents`` the model picks for ``message``; ``command`` is the request
+        being routed, whose user the call is charged to (without it: a command of ``message``
+        alone, the anonymous user)."""
+        request = self._request(message, agents)
+        texts: list[str] = []
+        meter, call = Meter(_ANSWER_TOKENS), self._calls.call()
+        try:
+            response = await stream_turn(
+                self.model, request, _POLICY, call, TurnOutput(drop, texts, _nothing, meter=meter)
+            )
+            spent, finish = self._spend.answered(response.usage), response.finish_reason
+        except BudgetStop:
+            input_tokens = estimate_input_tokens(request)
+            spent, finish = self._spend.cut(call.reported, input_tokens, meter), "length"
+        answer = "".join(texts)
+        await self._charged(command or AgentCommand(user_prompt=message), answer, finish, spent)
+        return _match(answer, agents)
+
+    def _request(self, message: str, agents: Mapping[str, str]) -> ModelRequest:
         listing = "\n".join(
             f"- {name}: {description}" if description else f"- {name}"
             for name, description in agents.items()
         )
-        request = ModelRequest(
+        return ModelRequest(
             messages=[
                 SystemMessage(content=self.instructions.format(agents=listing)),
                 UserMessage(content=message[: self.max_message_chars]),
             ],
             params=dict(self.params),
         )
-        parts: list[str] = []
-        stream = self.model.stream(request)
-        try:
-            async for chunk in stream:
-                if chunk.text:
-                    parts.append(chunk.text)
-                    if sum(map(len, parts)) > 200:
-                        break
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        return _match("".join(parts), agents)
+
+    async def _charged(
+        self, command: AgentCommand, answer: str, finish: str | None, spent: Usage | None
+    ) -> None:
+        """The call to the ``after_model`` hooks, in a context of its own (the routing comes
+        before the run it routes)."""
+        if not self._hooks:
+            return
+        ctx = RunContext(
+            command=command, request_id=uuid.uuid4().hex, mode="execute", agent="router"
+        )
+        await self._hooks.after_model(ctx, ModelResponse(answer, (), finish, spent))
 
     async def aclose(self) -> None:
         aclose = getattr(self.model, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _nothing() -> None:
+    """A routing call's first text: nothing to measure (it is no run's)."""
 
 
 def _match(answer: str, agents: Mapping[str, str]) -> str | None:
@@ -168,17 +231,25 @@ class AgentRouter:
         """The agent called ``name`` (the default for ``None``); ``None`` if there is none."""
         return self.agents.get(self.default if name is None else name)
 
-    async def select(self, message: str) -> AgentSelectedEvent:
-        """The router's pick for ``message`` (the default agent without a router).
+    async def select(
+        self, message: str, *, command: AgentCommand | None = None
+    ) -> AgentSelectedEvent:
+        """The router's pick for ``message`` (the default agent without a router);
+        ``command``, the request it routes, says whom a :class:`ModelRouter`'s call is
+        charged to.
 
         Bounded by ``route_timeout``; a failure, a timeout or an unknown name falls back to
         the default agent, with the reason in the event's ``detail``.
         """
-        if self.router is None:
+        router = self.router
+        if router is None:
             return AgentSelectedEvent(agent=self.default, selected_by="default")
         try:
             with anyio.fail_after(self.route_timeout):
-                choice = await self.router.route(message, self.descriptions)
+                if isinstance(router, ModelRouter):
+                    choice = await router.route(message, self.descriptions, command=command)
+                else:
+                    choice = await router.route(message, self.descriptions)
         except TimeoutError:
             return self._fallback(f"the router took longer than {self.route_timeout:g} s")
         except Exception as exc:  # routing must not fail the request
@@ -234,7 +305,7 @@ class AgentRouter:
                     return executor, None
         if self.router is None or command.resumes:
             return self.agents[self.default], None
-        selection = await self.select(command.user_prompt)
+        selection = await self.select(command.user_prompt, command=command)
         return self.agents[selection.agent], selection
 
     async def aclose(self) -> None:

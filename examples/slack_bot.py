@@ -20,7 +20,8 @@ Environment:
   ``LLM_BASE_URL`` and ``LLM_API_KEY`` point it at an OpenAI-compatible server.
 
 Everything is built in ``main()``, so the module imports without tokens (the tests call
-:func:`answer_mention` against a local stand-in of the Slack API).
+:func:`answer_mention` against a local stand-in of the Slack API). Started without the two
+tokens it says which variables to set and exits with status 2.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import asyncio
 import logging
 import os
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -41,6 +43,11 @@ from agent_executor.demo_tools import DEMO_TOOLS  # the only tools the DemoModel
 from agent_executor.integrations.slack import SlackResult, SlackStreamer, workspace_budget
 
 SYSTEM_PROMPT = "You are a helpful assistant in Slack. Answer briefly, in Markdown."
+TOKENS = {
+    "SLACK_BOT_TOKEN": "the bot token, xoxb-...",
+    "SLACK_APP_TOKEN": "an app-level token, xapp-..., with connections:write, for Socket Mode",
+}
+"""The variables the bot needs, and what each holds."""
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 
 Strategy = Literal["update", "native"]
@@ -103,6 +110,15 @@ def create_app(executor: AgentExecutor, *, strategy: Strategy = "update") -> Asy
     return app
 
 
+def missing_tokens() -> str | None:
+    """What to set when a token is missing from the environment (``None``: nothing)."""
+    missing = [name for name in TOKENS if not os.environ.get(name)]
+    if not missing:
+        return None
+    wanted = " and ".join(f"{name} ({TOKENS[name]})" for name in missing)
+    return f"slack_bot: set {wanted}; see docs/integrations-slack.md"
+
+
 async def main() -> None:
     logging.basicConfig(level=logging.INFO)
     strategy: Strategy = "native" if os.environ.get("SLACK_STREAMING") == "native" else "update"
@@ -116,4 +132,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    if (problem := missing_tokens()) is not None:
+        print(problem, file=sys.stderr)
+        sys.exit(2)
     asyncio.run(main())

@@ -1,30 +1,48 @@
-"""A run's spending limits: checked before each model call, and counted while it streams.
+"""What a run spends: each model call's spend, counted in one place, and the run's limits.
 
-Before a call, the request's input tokens are estimated (its text and tool specs, about four
-characters a token) and added to what the run has used; a call that would pass
-``max_input_tokens``, or whose input alone would pass ``max_cost_usd``, is not made. During
-the call a :class:`Meter` counts the output as it arrives (text, reasoning and tool-call
-arguments, again about four characters a token) against what is left of ``max_output_tokens``
-and of ``max_cost_usd`` after the input; passing it stops the model stream at once. The
-provider's final usage, when a call completes, replaces the estimates: it is the truth the next
-check starts from. A stopped run ends ``budget``, and its whole turns are kept.
+**A call's spend** is computed by :class:`CallSpend`, once, and every counter reads what it
+returns: the run's usage (so ``done``), the ``after_model`` hooks (so a ``UserBudget``),
+``llm_tokens_total``, ``llm_cost_usd_total`` and, through the run's usage,
+``run_cost_usd``. A call that completes spends what its provider reported. A call cut at the
+run's limit (see below) spends its estimate: the model stream is closed at the cut, so the
+provider's final usage chunk (sent after the last token) never arrives; what it reported
+before the cut, if anything, replaces the estimate where it says more. The spend of calls made
+inside a nested run is also kept in the :func:`kept_if_cancelled` ledgers around it, so a
+nested run cancelled half way leaves what it spent to the run it served.
+
+**The limits.** Before a call, the request's input tokens are estimated (its text and tool
+specs, about four characters a token) and added to what the run has used; a call that would
+pass ``max_input_tokens``, or whose input alone would pass ``max_cost_usd``, is not made.
+During the call a :class:`Meter` counts the output as it arrives (text, reasoning and
+tool-call arguments, again about four characters a token) against what is left of
+``max_output_tokens`` and of ``max_cost_usd`` after the input; passing it stops the model
+stream at once. The provider's final usage, when a call completes, replaces the estimates: it
+is the truth the next check starts from. A stopped run ends ``budget``, and its whole turns
+are kept.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
 
 from ..errors import ErrorCode
 from ..messages import Usage
 from ..models.base import ModelRequest
-from ..spend import Price, RunLimits
+from ..spend import Price, PriceTable, RunLimits
 from .state import RunFailed
+from .telemetry import TurnMetrics
 
 __all__ = [
     "BudgetStop",
+    "CallSpend",
     "Meter",
     "allowance",
     "estimate_input_tokens",
+    "kept_if_cancelled",
     "left_for_nested",
     "over_budget",
 ]
@@ -119,3 +137,95 @@ def left_for_nested(limits: RunLimits, used: Usage | None) -> dict[str, int | fl
     if spent:
         raise over_budget(f"{', '.join(spent)} used up before the next agent's run")
     return left
+
+
+class CallSpend:
+    """What one model's calls spend: computed here, once, and counted everywhere.
+
+    :meth:`answered` takes a completed call's usage (the provider's), :meth:`cut` a call
+    stopped at the run's limit; both return the call's spend with its ``cost_usd`` at
+    ``prices`` (left ``None`` when the model has no price), having counted it in
+    ``llm_tokens_total`` and ``llm_cost_usd_total`` and in the ledgers of the nested runs the
+    call is made in. The caller adds the same value to the run's usage and gives it to the
+    ``after_model`` hooks, so no counter can differ from another.
+    """
+
+    __slots__ = ("_metrics", "_model", "_prices")
+
+    def __init__(self, model: str, prices: PriceTable, metrics: TurnMetrics) -> None:
+        self._model = model
+        self._prices = prices
+        self._metrics = metrics
+
+    @property
+    def price(self) -> Price | None:
+        """The model's price (``None``: unknown)."""
+        return self._prices.price(self._model)
+
+    def answered(self, usage: Usage | None) -> Usage | None:
+        """A completed call: what its provider reported (``None``, nothing reported: nothing
+        is counted)."""
+        return None if usage is None else self._count(usage)
+
+    def cut(self, reported: Usage | None, input_tokens: int, meter: Meter) -> Usage:
+        """A call cut at the run's limit: the estimate of its input (``input_tokens``) and of
+        the output read before the cut (``meter``), where what the provider reported before
+        the cut (``reported``; providers send their count last, so mostly nothing) does not
+        say more."""
+        usage = Usage(input_tokens=input_tokens, output_tokens=meter.tokens)
+        if reported is not None:
+            usage = Usage(
+                input_tokens=reported.input_tokens or input_tokens,
+                output_tokens=max(reported.output_tokens, meter.tokens),
+                cached_input_tokens=reported.cached_input_tokens,
+            )
+        return self._count(usage)
+
+    def _count(self, usage: Usage) -> Usage:
+        cost = self._prices.cost(self._model, usage)
+        spent = usage if cost is None else usage.model_copy(update={"cost_usd": cost})
+        self._metrics.charge(spent)
+        for ledger in _ledgers.get():
+            ledger.add(spent)
+        return spent
+
+
+class _Ledger:
+    """What the model calls made while it is open spent, at any depth of nesting."""
+
+    __slots__ = ("usage",)
+
+    def __init__(self) -> None:
+        self.usage: Usage | None = None
+
+    def add(self, usage: Usage) -> None:
+        self.usage = usage if self.usage is None else self.usage + usage
+
+
+_ledgers: ContextVar[tuple[_Ledger, ...]] = ContextVar("agent_executor_ledgers", default=())
+
+_T = TypeVar("_T")
+
+
+async def kept_if_cancelled(nested: Awaitable[_T], keep: Callable[[Usage | None], None]) -> _T:
+    """Await a nested run (an agent tool's, a group's round, a flow's node); should it end
+    without returning (cancelled by the caller's deadline, the tool's timeout, or the caller's
+    own cancellation), ``keep`` is given what its model calls spent until then, which would
+    otherwise be lost with its state."""
+    with _ledger() as ledger:
+        try:
+            return await nested
+        except BaseException:
+            keep(ledger.usage)
+            raise
+
+
+@contextmanager
+def _ledger() -> Iterator[_Ledger]:
+    """A ledger that every model call made inside (in this task and those it starts) adds to."""
+    ledger = _Ledger()
+    token = _ledgers.set((*_ledgers.get(), ledger))
+    try:
+        yield ledger
+    finally:
+        _ledgers.reset(token)

@@ -14,6 +14,7 @@ as ``cancelled`` and emits nothing more.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import uuid
@@ -27,7 +28,7 @@ from ..approvals import PendingRun
 from ..command import AgentCommand
 from ..context import RunContext, bind_run_context, current_run_context
 from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
-from ..events import AgentSelectedEvent, ErrorEvent
+from ..events import AgentSelectedEvent
 from ..guards import Guard, ToolResultScreen
 from ..hooks import HookChain
 from ..messages import AssistantMessage, Message, SystemMessage, UserMessage
@@ -41,7 +42,7 @@ from .history import Conversations, before_paused
 from .loop import ReactLoop
 from .orchestrator import Orchestrator, conduct
 from .output_format import OutputFormat
-from .state import Caller, Emit, Mode, RunFailed, RunState, drop
+from .state import Caller, Emit, Mode, RunFailed, RunState, drop, error_detail, error_event
 from .telemetry import RunTelemetry
 from .tool_calls import ToolRunner
 
@@ -157,10 +158,9 @@ class Driver:
         except StoreUnavailable as exc:
             logger.warning("run failed: %s", exc)
             run.fail(ErrorInfo(code=ErrorCode.UNAVAILABLE.value, message=str(exc)))
-        except Exception:
+        except Exception as exc:
             logger.exception("run failed unexpectedly")
-            message = f"internal error (request id {run.ctx.request_id})"
-            run.fail(ErrorInfo(code=ErrorCode.INTERNAL_ERROR.value, message=message))
+            run.fail(_internal_error(run, exc))
 
     async def _drive(self, run: RunState) -> None:
         await self._check_guards(run)
@@ -316,6 +316,15 @@ class Driver:
         self._handoffs = handoffs
         self._tool_runner.tools_changed()
 
+    def with_tools(self, tools: Mapping[str, Tool]) -> Driver:
+        """This agent as it is now, also offering ``tools`` to the runs it is given (a flow's
+        settings give an agent node tools for that flow's runs only): the agent's registry
+        stays as it is, and a tool of its own of the same name wins."""
+        view = copy.copy(self)
+        view._tools = {**tools, **self._tools}
+        view._tool_specs = [t.spec() for t in view._tools.values()]
+        return view
+
     def _offer_tools(self, run: RunState, command: AgentCommand) -> None:
         """The run's tools: the executor's, plus the client's own for this run."""
         run.tools, run.tool_specs = self._tools, self._tool_specs
@@ -337,13 +346,7 @@ class Driver:
                 await self._hooks.on_agent_failed(run.ctx, run.error)
         self._telemetry.run_finished(span, run)
         if run.error is not None:
-            run.emit(
-                ErrorEvent(
-                    code=run.error.code,
-                    message=run.error.message,
-                    retry_after=run.error.retry_after,
-                )
-            )
+            run.emit(error_event(run.error))
         run.emit(run.done_event())
 
     async def _cancelled(self, run: RunState, span: Span) -> None:
@@ -374,6 +377,13 @@ def _with_client_tools(
         for t in command.client_tools
     }
     return {**tools, **extra}, specs + [t.spec() for t in extra.values()]
+
+
+def _internal_error(run: RunState, exc: Exception) -> ErrorInfo:
+    """An unexpected exception as the run's error: a generic message naming the request id
+    (the log has the traceback), the exception itself as the detail."""
+    message = f"internal error (request id {run.ctx.request_id})"
+    return ErrorInfo(code=ErrorCode.INTERNAL_ERROR.value, message=message, detail=error_detail(exc))
 
 
 def _whole_turns_kept(run: RunState) -> bool:

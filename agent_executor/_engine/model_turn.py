@@ -5,6 +5,14 @@ module builds the request from the run, lets the ``before_model``/``after_model`
 points the stream's output at the run (its events, text, reasoning, the output guard) and turns
 the ways a turn can fail into the run's error.
 
+What a call spends is computed once, by :class:`~.budget.CallSpend`, and that one value goes
+into the run's usage and to the ``after_model`` hooks (a ``UserBudget`` records it there). A
+call cut at the run's spending limit spends too, and reaches ``after_model`` like any other:
+its response has what it streamed before the cut, no tool calls, ``finish_reason``
+``"budget"`` and its estimated usage; the run then ends ``budget`` whatever the hooks say.
+A call that failed (or whose answer the output guard withheld) spends nothing here: its
+provider's count, sent at the end of the stream, never came.
+
 A model failure reaches the caller (and through the service, HTTP clients) as a generic
 ``llm_error`` naming the request id; the provider's own text (which may name keys, accounts or
 internal hosts) goes to the log once, as a warning in the run's logging context.
@@ -13,6 +21,7 @@ internal hosts) goes to the log once, as a warning in the run's logging context.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -31,8 +40,8 @@ from ..hooks import HookChain
 from ..messages import ToolCall, Usage
 from ..models.base import ChatModel, ModelRequest, ModelResponse
 from ..spend import PriceTable
-from .budget import BudgetStop, Meter, allowance, estimate_input_tokens, over_budget
-from .state import RunFailed, RunState
+from .budget import BudgetStop, CallSpend, Meter, allowance, estimate_input_tokens, over_budget
+from .state import RunFailed, RunState, error_detail
 from .streaming import ModelPolicy, TurnOutput, stream_turn
 from .telemetry import RunTelemetry
 from .tool_choice import tool_params
@@ -97,8 +106,8 @@ class ModelTurns:
         "_output_guard",
         "_params",
         "_policy",
-        "_prices",
         "_reasoning_events",
+        "_spend",
         "_telemetry",
         "_unconstrained",
     )
@@ -116,7 +125,7 @@ class ModelTurns:
         prices: PriceTable,
     ) -> None:
         self._model = model
-        self._prices = prices
+        self._spend = CallSpend(model.name, prices, telemetry.turn_metrics)
         self._policy = policy
         self._params = params
         self._hooks = hooks
@@ -163,7 +172,9 @@ class ModelTurns:
                 self._health.failed(exc)
                 telemetry.model_failed(span, ErrorCode.LLM_ERROR, exc.message)
                 raise RunFailed(
-                    ErrorCode.LLM_ERROR, model_failure(exc, run.ctx.request_id)
+                    ErrorCode.LLM_ERROR,
+                    model_failure(exc, run.ctx.request_id),
+                    detail=error_detail(exc),
                 ) from None
             except OutputBlocked as exc:
                 telemetry.output_blocked(span, exc.kind, str(exc))
@@ -201,6 +212,7 @@ class ModelTurns:
         meter, input_tokens = self._meter(run, request) if run.limits else (None, 0)
         guard = self._output_guard
         reasoning = self._reasoning_events
+        text_from = len(run.texts)
         output = TurnOutput(
             run.emit,
             run.texts,
@@ -211,14 +223,14 @@ class ModelTurns:
             guard.start() if guard is not None and reasoning else None,
             meter,
         )
+        call = self._telemetry.turn_metrics.call()
         try:
-            response = await stream_turn(
-                self._model, request, self._policy, self._telemetry.turn_metrics, output
-            )
+            response = await stream_turn(self._model, request, self._policy, call, output)
         except BudgetStop:
             assert meter is not None
-            raise self._stopped(run, input_tokens, meter) from None
-        response = self._priced(response)
+            spent = self._spend.cut(call.reported, input_tokens, meter)
+            raise await self._stopped(run, spent, _cut_text(run.texts, text_from)) from None
+        response = replace(response, usage=self._spend.answered(response.usage))
         run.add_usage(response.usage)
         if hooks:
             await hooks.after_model(run.ctx, response)
@@ -229,23 +241,24 @@ class ModelTurns:
         input); a call whose input alone passes a limit is not made."""
         input_tokens = estimate_input_tokens(request)
         try:
-            left = allowance(
-                run.limits, run.usage, input_tokens, self._prices.price(self._model.name)
-            )
+            left = allowance(run.limits, run.usage, input_tokens, self._spend.price)
         except RunFailed:
             self._telemetry.budget_stopped()
             raise
         return (None if left == math.inf else Meter(left)), input_tokens
 
-    def _stopped(self, run: RunState, input_tokens: int, meter: Meter) -> RunFailed:
-        """The stream was cut at the run's limit: what the call used, estimated (the provider
-        never sent its count), goes into the run's usage, and the run ends."""
-        usage = Usage(input_tokens=input_tokens, output_tokens=meter.tokens)
-        cost = self._prices.cost(self._model.name, usage)
-        run.add_usage(usage if cost is None else usage.model_copy(update={"cost_usd": cost}))
+    async def _stopped(self, run: RunState, spent: Usage, text: str) -> RunFailed:
+        """The stream was cut at the run's limit: what the call spent (estimated: the provider
+        never sent its count) goes into the run's usage and to the ``after_model`` hooks, and
+        the run ends (a hook's refusal changes nothing: the run is over already)."""
+        run.add_usage(spent)
         self._telemetry.budget_stopped()
+        if self._hooks:
+            response = ModelResponse(text=text, tool_calls=(), finish_reason="budget", usage=spent)
+            with contextlib.suppress(HookRejection):
+                await self._hooks.after_model(run.ctx, response)
         written, limits = (
-            usage.output_tokens if run.usage is None else run.usage.output_tokens,
+            spent.output_tokens if run.usage is None else run.usage.output_tokens,
             run.limits,
         )
         what = f"the model's output was cut off at about {written} output tokens"
@@ -255,22 +268,19 @@ class ModelTurns:
             what += f" (max_cost_usd {limits.max_cost_usd})"
         return over_budget(what)
 
-    def _priced(self, response: ModelResponse) -> ModelResponse:
-        """The response with what its tokens cost in its usage (when the price is known)."""
-        usage = response.usage
-        if usage is None:
-            return response
-        cost = self._prices.cost(self._model.name, usage)
-        if cost is None:
-            return response
-        self._telemetry.turn_metrics.cost.inc(cost)
-        return replace(response, usage=usage.model_copy(update={"cost_usd": cost}))
+
+def _cut_text(texts: list[str], start: int) -> str:
+    """The text a cut call streamed: the run's text deltas from ``start`` on, without the
+    paragraph break that set it apart from an earlier turn's."""
+    text = "".join(texts[start:])
+    return text.lstrip("\n") if start else text
 
 
 def model_failure(error: ModelError, request_id: str) -> str:
     """What a caller is told about a failed model call: nothing of the provider's text (that
     goes to the log), the request id under which the log has it. A ``ScriptedModel`` called
-    past its script keeps its own words: a test's mistake, no provider's text, and loud."""
+    past its script keeps its own words: a test's mistake, no provider's text, and loud. (The
+    provider's text is the error's ``detail``: the library user's, never a client's.)"""
     if isinstance(error, ScriptExhaustedError):
         return error.message
     return f"The model call failed; the server log has the details (request id {request_id})."

@@ -4,9 +4,10 @@ An :class:`Orchestrator` takes the ReAct loop's place under the run's permit; ev
 it (guards, hooks, the permit, memory, telemetry, the closing events) is the driver's, as for
 any run. Its steps are runs of other agents nested in this one (:func:`run_member`): their
 events are this run's events (their text is this run's text, set apart from what was said
-before), what they spend is this run's usage, their tool calls and sources are this run's, and
-an agent that stops to wait for a person pauses this run, which keeps the orchestrator's own
-state (``PendingRun.orchestration``) while the agent keeps its paused run in its own memory.
+before), what they spend is this run's usage (also what one spent before it was cancelled),
+their tool calls and sources are this run's, and an agent that stops to wait for a person
+pauses this run, which keeps the orchestrator's own state (``PendingRun.orchestration``) while
+the agent keeps its paused run in its own memory.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..errors import ErrorCode
 from ..events import AgentEvent, DoneEvent, ErrorEvent, MessageEvent
 from ..messages import UserMessage
 from ..results import Source
-from .budget import left_for_nested
+from .budget import kept_if_cancelled, left_for_nested
 from .history import Conversations
 from .output_format import OutputFormat
 from .state import Caller, Emit, Mode, RunFailed, RunState, drop
@@ -117,7 +118,8 @@ async def run_member(
     client's tools are offered to the agent; without, its events go nowhere (a moderator's
     plan is not the run's text) and it gets no client tools. Either way its usage, tool
     calls and sources become the run's, the approvals it asks for the run's, and it may spend
-    what is left of the run's limits, no more.
+    what is left of the run's limits, no more. Cancelled half way (the run's deadline, the
+    run's caller), it still leaves the run what its model calls spent until then.
     """
     ctx = run.ctx
     if ctx.depth >= MAX_NESTING:
@@ -134,7 +136,7 @@ async def run_member(
     command = command.model_copy(update=update)
     caller = Caller(f"{ctx.request_id}/{step}", ctx.client_address, ctx.request_headers)
     emit: Emit = _Relay(run) if relay else drop
-    member = await agent(command, ctx.mode, emit, caller)
+    member = await kept_if_cancelled(agent(command, ctx.mode, emit, caller), run.add_usage)
     run.add_usage(member.usage)
     run.records.extend(member.records)
     cite(run.ctx, member.ctx.sources)

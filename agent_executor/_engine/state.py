@@ -15,14 +15,15 @@ from typing import Any, Literal
 
 from ..approvals import PendingRun
 from ..context import RunContext
-from ..errors import ErrorCode
-from ..events import AgentEvent, DoneEvent
+from ..errors import ErrorCode, ModelError
+from ..events import AgentEvent, DoneEvent, ErrorEvent
 from ..messages import Message, ToolCall, Usage
 from ..results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
 from ..spend.limits import RunLimits
 from ..tools import Tool
 
 __all__ = [
+    "DETAIL_LIMIT",
     "ApprovalState",
     "Caller",
     "Emit",
@@ -32,6 +33,8 @@ __all__ = [
     "RunFailed",
     "RunState",
     "ToolBudget",
+    "error_detail",
+    "error_event",
 ]
 
 Mode = Literal["stream", "execute"]
@@ -56,12 +59,50 @@ def drop(event: AgentEvent) -> None:
     """The ``emit`` of ``execute()``: its result is read from the run, not from events."""
 
 
-class RunFailed(Exception):
-    """Ends a run with an error code; raised by the run's steps, caught once by the driver."""
+DETAIL_LIMIT = 2000
+"""How much of a cause ``ErrorInfo.detail`` keeps (a provider's page of HTML is cut)."""
 
-    def __init__(self, code: ErrorCode, message: str, retry_after: float | None = None) -> None:
+
+def error_detail(error: BaseException) -> str:
+    """The cause of a run's error as ``ErrorInfo.detail`` gives it: the exception's type, the
+    provider's HTTP status if any, and its text, cut at :data:`DETAIL_LIMIT` characters."""
+    kind = type(error).__name__
+    if isinstance(error, ModelError) and error.status_code is not None:
+        kind += f" (HTTP {error.status_code})"
+    text = str(error).strip()
+    detail = f"{kind}: {text}" if text else kind
+    return detail if len(detail) <= DETAIL_LIMIT else detail[: DETAIL_LIMIT - 1] + "…"
+
+
+class RunFailed(Exception):
+    """Ends a run with an error code; raised by the run's steps, caught once by the driver.
+
+    ``detail`` is the cause for the library user (``ErrorInfo.detail``, never sent to
+    clients).
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        retry_after: float | None = None,
+        *,
+        detail: str | None = None,
+    ) -> None:
         super().__init__(message)
-        self.info = ErrorInfo(code=code.value, message=message, retry_after=retry_after)
+        self.info = ErrorInfo(
+            code=code.value, message=message, retry_after=retry_after, detail=detail
+        )
+
+
+def error_event(error: ErrorInfo) -> ErrorEvent:
+    """The ``error`` event of a run that failed with ``error`` (its detail too)."""
+    return ErrorEvent(
+        code=error.code,
+        message=error.message,
+        retry_after=error.retry_after,
+        detail=error.detail,
+    )
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ once per run. Hooks are not telemetry and keep their own chain.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Iterator
@@ -46,7 +47,14 @@ _SERVER_SIDE_FAILURES = frozenset(
 
 
 class TurnMetrics:
-    """The model's labelled metric children, bound once."""
+    """The model's labelled metric children, bound once.
+
+    A model call gets its own view (:meth:`call`, the same children) to keep what its provider
+    reported: :meth:`record` counts the call and keeps its usage, and the tokens and the cost
+    are counted by :meth:`charge`, with the call's spend as
+    :class:`~agent_executor._engine.budget.CallSpend` computes it (a call cut at the run's
+    limit reports nothing; its estimate is counted instead).
+    """
 
     __slots__ = (
         "cost",
@@ -54,6 +62,7 @@ class TurnMetrics:
         "errors",
         "input_tokens",
         "output_tokens",
+        "reported",
         "retries",
         "successes",
     )
@@ -67,13 +76,28 @@ class TurnMetrics:
         self.input_tokens = metrics.llm_tokens.labels(model, "input")
         self.output_tokens = metrics.llm_tokens.labels(model, "output")
         self.cost = metrics.llm_cost.labels(model)
+        self.reported: Usage | None = None
+        """What the provider reported on the call this view records (its last usage chunk)."""
+
+    def call(self) -> TurnMetrics:
+        """A view for one model call: the same children, nothing reported yet."""
+        view = copy.copy(self)
+        view.reported = None
+        return view
 
     def record(self, started: float, usage: Usage | None, ok: bool) -> None:
+        """The call started at ``started`` ended (``ok``: answered, or stopped on purpose);
+        ``usage`` is what its provider reported, kept for its spend."""
         self.duration.observe(time.perf_counter() - started)
         (self.successes if ok else self.errors).inc()
-        if usage is not None:
-            self.input_tokens.inc(usage.input_tokens)
-            self.output_tokens.inc(usage.output_tokens)
+        self.reported = usage
+
+    def charge(self, spent: Usage) -> None:
+        """Count a call's spend: its tokens, and its cost when known."""
+        self.input_tokens.inc(spent.input_tokens)
+        self.output_tokens.inc(spent.output_tokens)
+        if spent.cost_usd is not None:
+            self.cost.inc(spent.cost_usd)
 
 
 class RunTelemetry:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from .base import ChatModel, ModelChunk, ModelRequest, ModelResponse, ToolCallDelta
+from .credentials import check_credentials
 from .demo import DemoModel
 from .litellm import LiteLLMModel
 from .openai_compat import OpenAICompatModel
@@ -29,6 +30,7 @@ __all__ = [
     "OpenAICompatModel",
     "ScriptedModel",
     "ToolCallDelta",
+    "check_credentials",
     "resolve_model",
 ]
 
@@ -48,6 +50,8 @@ def resolve_model(
     and any model with an ``api_base`` (an OpenAI-compatible server) take the fast path,
     :class:`OpenAICompatModel`; other providers (``anthropic/...``, ``gemini/...``, bare names
     litellm maps to a provider, ...) go through :class:`LiteLLMModel`. ``client`` forces either.
+    Keys are not checked here (:func:`check_credentials` does, as ``AgentExecutor`` does for a
+    model string).
     """
     if not isinstance(model, str):
         return model

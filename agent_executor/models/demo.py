@@ -6,6 +6,10 @@ calls them (both at once when asked for both) and then answers from their result
 user asks about *their* time zone ("what is my time zone?") and the request offers a tool named
 ``get_browser_timezone`` (the chat page declares it as a client tool), it calls that tool instead
 of ``get_time`` and answers with what the browser said.
+
+Any other tool on offer is called when the message names it (its name, or words of its
+description), with arguments drawn from the message by the tool's schema
+(:mod:`.demo_calls`), so that one's own tools can be seen at work without a model.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import anyio
 from ..errors import UnsupportedRequestError
 from ..messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .base import ModelChunk, ModelRequest
+from .demo_calls import named_calls
 from .scripted import ScriptItem, call, text_turn, tool_turn
 
 __all__ = ["DemoModel"]
@@ -28,6 +33,8 @@ _TIME_RE = re.compile(r"\b(time|clock|date|day is it)\b", re.I)
 _MY_ZONE_RE = re.compile(r"\bmy\s+time[\s-]*zone\b", re.I)
 _ZONE_NAME_RE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9_+-]*)(?:/[A-Za-z0-9_+-]+)*$")
 _BROWSER_TZ = "get_browser_timezone"
+_OWN_RULES = frozenset({"get_weather", "get_time", _BROWSER_TZ})
+"""Tools called by the rules above, never by :func:`named_calls`."""
 _PLACE_RE = re.compile(r"\b(?:in|for|at)\s+([A-Za-z][A-Za-z .'-]{0,40}?)\s*(?:[?!.,;]|$|\band\b)")
 _ZONES = {
     "paris": "Europe/Paris",
@@ -48,7 +55,8 @@ _ZONES = {
 
 
 class DemoModel:
-    """An offline model that streams word by word and calls the demo tools when asked."""
+    """An offline model that streams word by word and calls the tools a message names (the
+    demo tools when asked about the weather or the time)."""
 
     def __init__(self, *, word_delay: float = 0.03, name: str = "demo") -> None:
         self._word_delay = word_delay
@@ -94,6 +102,8 @@ class DemoModel:
         elif "get_time" in offered and _TIME_RE.search(prompt):
             zone = _ZONES.get((place or "").lower(), "UTC")
             calls.append(call("get_time", {"timezone": zone}, id=None))
+        named = named_calls(prompt, request.tools, skip=_OWN_RULES)
+        calls += [call(name, arguments, id=None) for name, arguments in named]
         if calls:
             names = " and ".join(c.name for c in calls)
             return tool_turn(
@@ -102,7 +112,7 @@ class DemoModel:
                 fragment_size=8,
                 usage=(usage[0], 12),
             )
-        answer = _small_talk(prompt)
+        answer = _small_talk(prompt, sorted(offered - _OWN_RULES))
         return text_turn(answer, usage=(usage[0], len(answer.split())))
 
 
@@ -163,13 +173,18 @@ def _describe_browser_zone(content: str) -> str:
     return f"I could not get your time zone from your browser: {detail}."
 
 
-def _small_talk(prompt: str) -> str:
+def _small_talk(prompt: str, others: list[str]) -> str:
+    """What the demo model says to a message that calls no tool; ``others`` are the tools on
+    offer that a message calls by naming them."""
+    hint = "Ask me about the weather in a city, or the time, to see tool calls stream."
+    if others:
+        shown = ", ".join(others[:8]) + (", ..." if len(others) > 8 else "")
+        hint = f"Name one of my tools ({shown}) to see it called."
     if not prompt.strip():
-        return "Hello! Ask me about the weather or the time."
+        return f"Hello! {hint}" if others else "Hello! Ask me about the weather or the time."
     return (
         "I am the offline demo model, so I can only pretend to think. "
-        f'You said: "{prompt.strip()[:200]}". Ask me about the weather in a city, '
-        "or the time, to see tool calls stream."
+        f'You said: "{prompt.strip()[:200]}". {hint}'
     )
 
 

@@ -6,14 +6,17 @@ a run nested in the calling run:
 - its events reach the caller's stream as they happen, each wrapped in a
   :class:`~agent_executor.events.NestedEvent` naming the agent and the call (not when the
   caller runs ``execute()``: nobody would see them);
-- its usage is added to the caller's when it ends, and its sources (``done.sources``) to the
-  caller's sources;
+- its usage is added to the caller's when it ends (also when it is cancelled: what it spent
+  until then), and its sources (``done.sources``) to the caller's sources;
 - cancelling the caller, or the call's timeout, cancels it (its permit is released);
 - it is a run of its own agent: that agent's guards judge the task, its hooks and limits
   apply, it takes one of its permits, its metrics count it. The caller's hooks see the call
   like any other tool call. Its ``RunContext.parent`` is the caller's context;
 - it acts for the caller's user, with the caller's address and headers; its request id is the
   caller's followed by ``/`` and the call id, so one search finds both in the logs;
+- it may call the client's tools of the caller's streamed run (``client_tool_mode="wait"``):
+  their ``tool_call`` reaches the client inside ``nested`` and the client's answer comes back
+  to it, whichever agent's ``ToolResults`` it is delivered to;
 - it may spend what is left of the caller's spending limits (``max_*``), no more.
 
 Its answer (the agent's text) is the tool's result; a run that fails, or stops to wait for a
@@ -22,18 +25,23 @@ person, is a tool error the calling model is told about, and the calling run goe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._engine import Caller
+from .._engine.budget import kept_if_cancelled
 from .._engine.orchestrator import cite
 from .._engine.state import Emit, Mode, RunState, drop
 from .._engine.tool_scope import ToolScope, current_tool_scope
+from ..client_tools import ClientTool
 from ..command import AgentCommand
 from ..context import RunContext, current_run_context
 from ..errors import AgentExecutorError
+from ..events import AgentEvent, DoneEvent
+from ..messages import Usage
 from ..results import AgentResult
 from ..tools import Tool
 
@@ -110,12 +118,13 @@ class AgentTool(Tool):
             )
         emit: Emit = drop
         if scope is not None and scope.listening:
-            emit = partial(scope.emit_nested, self.agent.name)
+            emit = partial(_emit_nested, scope, self.agent.name)
         mode: Mode = "execute" if parent is None else parent.mode
         command = self._command(arguments["input"], parent)
         if scope is not None:
             command = command.model_copy(update=scope.limits_left())
-        run = await self._run(command, mode, emit, _caller(parent, scope))
+        nested = self._run(command, mode, emit, _caller(parent, scope))
+        run = await kept_if_cancelled(nested, _unkept if scope is None else scope.add_usage)
         result = run.result()
         if scope is not None:
             scope.add_usage(result.usage)
@@ -134,7 +143,32 @@ class AgentTool(Tool):
             user_id=parent.user_id,
             session_id=session,
             metadata=dict(parent.command.metadata),
+            client_tools=self._client_tools(parent),
         )
+
+    def _client_tools(self, parent: RunContext) -> list[ClientTool]:
+        """The caller's client tools, offered to the agent too: a call of one reaches the
+        client in the caller's stream (a ``tool_call`` inside ``nested``) and its answer
+        (``ToolResults``, ``POST /api/chat/tool-result``) comes back to this run. Only while
+        the client sees the stream and answers as the run waits (``client_tool_mode="wait"``),
+        and not those named as one of the agent's own tools."""
+        command = parent.command
+        if parent.mode != "stream" or command.client_tool_mode != "wait":
+            return []
+        return [t for t in command.client_tools if t.name not in self.agent.tools]
+
+
+def _emit_nested(scope: ToolScope, agent: str, event: AgentEvent) -> None:
+    """``event`` of the nested run into the caller's stream. Its ``done`` always says what the
+    run spent, as the caller's usage counts it: a run that failed before spending anything
+    spent zero tokens, not ``null``."""
+    if isinstance(event, DoneEvent) and event.usage is None:
+        event = dataclasses.replace(event, usage=Usage())
+    scope.emit_nested(agent, event)
+
+
+def _unkept(usage: Usage | None) -> None:
+    """Where a cancelled run's spend goes when no run called the tool: nowhere."""
 
 
 def _caller(parent: RunContext | None, scope: ToolScope | None) -> Caller:

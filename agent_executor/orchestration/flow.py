@@ -22,12 +22,12 @@ flow (same session) with the approvals, and the flow goes on from that node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._engine.orchestrator import member_failed, member_session, run_member, say
+from .._engine.orchestrator import RunAgent, member_failed, member_session, run_member, say
 from .._engine.state import RunFailed, RunState
 from ..approvals import Approval, PendingRun
 from ..command import AgentCommand
@@ -36,6 +36,7 @@ from ..events import AgentSelectedEvent, NodeEndEvent, NodeStartEvent, NodeStatu
 from ..executor import AgentExecutor
 from ..messages import AssistantMessage, Usage
 from ..results import ToolCallRecord
+from ..tools import Tool
 from ._orchestrated import Orchestrated, agent_runner
 from .flow_nodes import (
     AgentNode,
@@ -106,10 +107,15 @@ class Flow(Orchestrated):
         self.start = start
         self.max_steps = max_steps
         _check_graph(self)
-        self._give_tools()
+        self._given = _given_tools(self, name)
         super().__init__(name=name, **options)
         self._models = {
-            node.name: node.build(self.metrics.registry, prices=self.prices, hooks=self.own_hooks)
+            node.name: node.build(
+                self.metrics.registry,
+                prices=self.prices,
+                hooks=self.own_hooks,
+                tools=list(self.given(node.name).values()),
+            )
             for node in self.nodes.values()
             if isinstance(node, ModelNode)
         }
@@ -118,14 +124,24 @@ class Flow(Orchestrated):
     def _orchestrator(self) -> _Steps:
         return _Steps(self, self.metrics)
 
-    def _give_tools(self) -> None:
-        for setting in self.settings:
-            node = self.nodes[setting.node]
-            tool = check_setting(setting, node, self.nodes[setting.tool_node])
-            if isinstance(node, AgentNode):
-                node.agent.add_tools(tool)
-            elif isinstance(node, ModelNode):
-                node.tools.append(tool)
+    def given(self, node: str) -> Mapping[str, Tool]:
+        """The tools this flow's settings give node ``node``, by name, beside its own: the
+        agent of an agent node is offered them in this flow's runs only (it is not changed,
+        so other flows and direct runs of it do not see them)."""
+        return self._given.get(node, {})
+
+    async def aclose(self) -> None:
+        """Also release what the flow holds itself: its tool nodes' tools (given to agents by
+        settings, or run as steps) and its model nodes' private agents. Its agent nodes'
+        agents are not its own: close them where they are made."""
+        await super().aclose()
+        for node in self.nodes.values():
+            if isinstance(node, ToolNode):
+                aclose = getattr(node.tool, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        for agent in self._models.values():
+            await agent.aclose()
 
     def outgoing(self, name: str) -> list[Edge]:
         """The connections leaving node ``name``, in the order given."""
@@ -233,7 +249,8 @@ class _Steps:
             approvals=approvals,
         )
         before = run.usage
-        member = await run_member(run, agent_runner(agent), command, step=f"node-{node.name}")
+        runner = _runner(agent, flow.given(node.name) if isinstance(node, AgentNode) else {})
+        member = await run_member(run, runner, command, step=f"node-{node.name}")
         if member.error is not None:
             self._ended(run, node, "error", member.error.message)
             raise member_failed(member, f"node {node.name} ({agent.name})")
@@ -289,6 +306,42 @@ class _Steps:
         if not shown:
             say(run, output)
         run.add(AssistantMessage(content=output))
+
+
+def _runner(agent: AgentExecutor, given: Mapping[str, Tool]) -> RunAgent:
+    """How a node runs its agent: on the agent's own driver, offering the tools the flow's
+    settings give it too."""
+    return agent._driver.with_tools(given).run if given else agent_runner(agent)
+
+
+def _given_tools(flow: Flow, name: str) -> dict[str, dict[str, Tool]]:
+    """The tools the settings of flow ``name`` give each node, by node and tool name.
+
+    A tool the node's agent has already (the same, or one the model cannot tell from it: the
+    same name, description and parameters, such as a module's tool loaded twice) is not
+    given again; another tool of a name the agent (or another setting) has already is a
+    :class:`ConfigurationError` naming the flow, the node and the agent.
+    """
+    given: dict[str, dict[str, Tool]] = {}
+    for setting in flow.settings:
+        node = flow.nodes[setting.node]
+        tool = check_setting(setting, node, flow.nodes[setting.tool_node])
+        assert isinstance(node, (AgentNode, ModelNode))
+        own = node.agent.tools if isinstance(node, AgentNode) else {t.name: t for t in node.tools}
+        tools = given.setdefault(node.name, {})
+        taken = own.get(tool.name)
+        if taken is None:
+            taken = tools.get(tool.name)
+        if taken is None:
+            tools[tool.name] = tool
+        elif taken is not tool and taken.spec() != tool.spec():
+            runner = f"agent {node.agent.name!r}" if isinstance(node, AgentNode) else "its model"
+            raise ConfigurationError(
+                f"flow {name!r}: setting {setting.node} <- {setting.tool_node}: node "
+                f"{node.name!r} ({runner}) has another tool named {tool.name!r} already: "
+                "rename one of them"
+            )
+    return given
 
 
 def _by_name(nodes: Sequence[Node]) -> dict[str, Node]:

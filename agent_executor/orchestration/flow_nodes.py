@@ -61,7 +61,8 @@ class ModelNode:
     system prompt; its text is the flow's text and is passed on.
 
     The flow builds a private agent for it (one turn, no memory); tools given to it with a
-    :class:`Setting` make it an agent with those tools (and the executor's default turns).
+    :class:`Setting` (or put in ``tools``) make it an agent with those tools (and the
+    executor's default turns).
     """
 
     kind = "model"
@@ -87,16 +88,23 @@ class ModelNode:
         return self.prompt.replace("{input}", text)
 
     def build(
-        self, registry: Any, *, prices: PriceTable | None = None, hooks: Sequence[Hook] = ()
+        self,
+        registry: Any,
+        *,
+        prices: PriceTable | None = None,
+        hooks: Sequence[Hook] = (),
+        tools: Sequence[Tool] = (),
     ) -> AgentExecutor:
         """The private agent that makes this node's call, with the flow's prices and hooks
-        (so a budget's hook records what the call spends)."""
+        (so a budget's hook records what the call spends) and the ``tools`` its settings give
+        it (beside its own ``tools``; the node itself is not changed)."""
+        offered = [*self.tools, *tools]
         return AgentExecutor(
             model=self.model,
-            tools=self.tools,
+            tools=offered,
             system_prompt=self.system_prompt,
             model_params=self.model_params,
-            max_turns=10 if self.tools else 1,
+            max_turns=10 if offered else 1,
             name=self.name,
             metrics=registry,
             prices=prices,

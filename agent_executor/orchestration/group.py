@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -44,12 +45,14 @@ from ..events import AgentSelectedEvent
 from ..executor import AgentExecutor
 from ..hooks import Hook
 from ..messages import AssistantMessage, Message, UserMessage
-from ..models import ChatModel
+from ..models import ChatModel, resolve_model
 from ..results import ToolCallRecord
 from ..spend import PriceTable
 from ._orchestrated import Orchestrated, agent_runner
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from ..observability import Metrics
 
 __all__ = [
@@ -171,9 +174,11 @@ class AutoHandoff:
 
     ``moderator`` is an agent (its system prompt should ask for the JSON plan; the default
     prompt is :data:`AutoHandoff.PROMPT`) or a model (a string or :class:`ChatModel`), for
-    which a moderator agent with the default prompt is built, with ``prices`` and ``hooks``
-    (a budget's recording hook). Its runs are nested in the group's run: its usage counts,
-    its text is not the group's.
+    which a moderator agent with the default prompt is built. That agent's calls are spent
+    like any agent's: priced at ``prices``, counted in the ``metrics`` registry, given to
+    ``hooks`` (a budget's recording hook); what is not given here, the group gives (its
+    ``prices``, ``hooks`` and ``metrics``). Its runs are nested in the group's run: its usage
+    counts, its text is not the group's.
     """
 
     PROMPT = _MODERATOR_PROMPT
@@ -184,19 +189,29 @@ class AutoHandoff:
         *,
         prices: PriceTable | None = None,
         hooks: Sequence[Hook] = (),
+        metrics: CollectorRegistry | None = None,
     ) -> None:
+        self._own = _ModeratorParts(prices, tuple(hooks), metrics)
+        self._model: ChatModel | None = None
         if not isinstance(moderator, AgentExecutor):
-            moderator = AgentExecutor(
-                model=moderator,
-                name="moderator",
-                system_prompt=_MODERATOR_PROMPT,
-                model_params={"temperature": 0},
-                max_turns=1,
-                max_tool_calls=0,
-                prices=prices,
-                hooks=hooks,
-            )
+            self._model = resolve_model(moderator)
+            moderator = _moderator(self._model, self._own)
         self.moderator = moderator
+
+    def serve(self, group: Orchestrated) -> None:
+        """A moderator built here from a model takes what it was not given from ``group``:
+        its prices, its hooks and its metrics registry (called by :class:`AgentGroup`)."""
+        if self._model is None:
+            return
+        own = self._own
+        parts = _ModeratorParts(
+            group.prices if own.prices is None else own.prices,
+            own.hooks or group.own_hooks,
+            group.metrics.registry if own.metrics is None else own.metrics,
+        )
+        lent = parts.prices is not own.prices or parts.hooks != own.hooks
+        if lent or parts.metrics is not self.moderator.metrics.registry:
+            self.moderator = _moderator(self._model, parts)
 
     async def plan(
         self, group: GroupView, task: str, said: Sequence[Said], run: RunState
@@ -237,6 +252,30 @@ class AutoHandoff:
         return "".join(result.texts)
 
 
+@dataclass(frozen=True)
+class _ModeratorParts:
+    """What a moderator built from a model is given: prices, hooks, metrics registry."""
+
+    prices: PriceTable | None
+    hooks: tuple[Hook, ...]
+    metrics: CollectorRegistry | None
+
+
+def _moderator(model: ChatModel, parts: _ModeratorParts) -> AgentExecutor:
+    """The moderator agent of a model: the default prompt, one tool-less turn."""
+    return AgentExecutor(
+        model=model,
+        name="moderator",
+        system_prompt=_MODERATOR_PROMPT,
+        model_params={"temperature": 0},
+        max_turns=1,
+        max_tool_calls=0,
+        prices=parts.prices,
+        hooks=parts.hooks,
+        metrics=parts.metrics,
+    )
+
+
 class HybridHandoff:
     """Fixed successors where ``next`` names them (``{"writer": "reviewer"}``: the reviewer is
     given the writer's answer), the moderator everywhere else (and for the first round)."""
@@ -248,8 +287,9 @@ class HybridHandoff:
         next: Mapping[str, str],
         prices: PriceTable | None = None,
         hooks: Sequence[Hook] = (),
+        metrics: CollectorRegistry | None = None,
     ) -> None:
-        self.auto = AutoHandoff(moderator, prices=prices, hooks=hooks)
+        self.auto = AutoHandoff(moderator, prices=prices, hooks=hooks, metrics=metrics)
         self.next = dict(next)
 
     async def plan(
@@ -319,6 +359,10 @@ class AgentGroup(Orchestrated):
         self.max_query_tokens = max_query_tokens
         super().__init__(name=name, **options)
         self.metrics.register_group(name, by_name)
+        strategy = self.strategy
+        auto = strategy.auto if isinstance(strategy, HybridHandoff) else strategy
+        if isinstance(auto, AutoHandoff):
+            auto.serve(self)
 
     def _orchestrator(self) -> _Rounds:
         return _Rounds(self, self.metrics)

@@ -81,13 +81,26 @@ class PriceTable:
     def from_file(cls, path: str | Path, *, defaults: bool = True) -> PriceTable:
         """A table from a JSON file ``{"model": {"input": 0.15, "output": 0.6,
         "cached_input": 0.075}}`` (dollars per million tokens); :class:`ConfigurationError`
-        names what is wrong with it."""
+        names what is wrong with it. An empty object (``{}``) is a table without prices of
+        your own (with ``defaults``, litellm's still apply)."""
         try:
-            raw = orjson.loads(Path(path).read_bytes())
-        except (OSError, orjson.JSONDecodeError) as exc:
+            data = Path(path).read_bytes()
+        except OSError as exc:
             raise ConfigurationError(f"cannot read prices from {path}: {exc}") from None
-        if not isinstance(raw, dict) or not raw:
-            raise ConfigurationError(f"{path}: expected an object of model names to prices")
+        return cls.from_json(data, defaults=defaults, source=str(path))
+
+    @classmethod
+    def from_json(
+        cls, data: str | bytes, *, defaults: bool = True, source: str = "prices"
+    ) -> PriceTable:
+        """A table from JSON text in the form :meth:`from_file` reads (``--prices '{}'``);
+        ``source`` names it in the :class:`ConfigurationError` that says what is wrong."""
+        try:
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigurationError(f"cannot read prices from {source}: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ConfigurationError(f"{source}: expected an object of model names to prices")
         prices: dict[str, Price] = {}
         for model, entry in raw.items():
             try:
@@ -96,10 +109,15 @@ class PriceTable:
                 problem = exc.errors()[0]
                 where = ".".join(str(p) for p in problem["loc"])
                 raise ConfigurationError(
-                    f"{path}: {model}{'.' + where if where else ''}: {problem['msg']}"
+                    f"{source}: {model}{'.' + where if where else ''}: {problem['msg']}"
                 ) from None
             prices[model] = Price(parsed.input, parsed.output, parsed.cached_input)
         return cls(prices, defaults=defaults)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models with a price of your own (not litellm's), in the order given."""
+        return tuple(self._own)
 
     def price(self, model: str) -> Price | None:
         """The price of ``model``, or ``None`` if neither table has one."""

@@ -10,6 +10,12 @@ Either way nothing changes.
 With several replicas the answer may reach another process than the run: a
 :class:`ToolResultRelay` (``RedisToolResultRelay``) carries it there; :meth:`ToolResults.submit`
 is the entry point that works in both cases.
+
+A run nested in another (an agent used as a tool, a group's or flow's agent) waits in its own
+agent's registry, while the client answers the agent it talks to, whose registry may be
+another: the calls of nested runs are therefore known to every registry of the process while
+they wait, and an answer a registry does not wait for itself goes to
+the one that does.
 """
 
 from __future__ import annotations
@@ -18,11 +24,20 @@ import asyncio
 from collections import OrderedDict
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..context import current_run_context
 from .base import Tool
 
 __all__ = ["ClientToolError", "Delivery", "FrontendTool", "ToolResultRelay", "ToolResults"]
 
 Delivery = Literal["delivered", "unknown", "answered"]
+
+_Key = tuple[str | None, str]
+_Answer = asyncio.Future[tuple[Any, str | None]]
+
+_NESTED_CALLS: dict[_Key, tuple[ToolResults, _Answer]] = {}
+"""The calls nested runs of this process wait for, by user and call id, with the registry
+each waits in: where an answer that reaches another registry goes (see the module's
+docstring). An entry lives while its call waits."""
 
 
 class FrontendTool(Tool):
@@ -109,23 +124,31 @@ class ToolResults:
     def __init__(self, *, remember: int = 10_000, relay: ToolResultRelay | None = None) -> None:
         self.relay = relay
         self._relay_started = False
-        self._waiting: dict[tuple[str | None, str], asyncio.Future[tuple[Any, str | None]]] = {}
-        self._answered: OrderedDict[tuple[str | None, str], None] = OrderedDict()
+        self._waiting: dict[_Key, _Answer] = {}
+        self._answered: OrderedDict[_Key, None] = OrderedDict()
         self._remember = remember
 
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def expect(self, call_id: str, user_id: str | None) -> asyncio.Future[tuple[Any, str | None]]:
-        """Register a call; the future resolves to ``(result, error)`` when the client answers."""
+    def expect(self, call_id: str, user_id: str | None) -> _Answer:
+        """Register a call; the future resolves to ``(result, error)`` when the client answers.
+
+        A call of a nested run is made known to every registry of the process until it is
+        answered or forgotten.
+        """
         key = (user_id, call_id)
-        if key in self._waiting:
+        ctx = current_run_context()
+        nested = ctx is not None and ctx.parent is not None
+        if key in self._waiting or (nested and key in _NESTED_CALLS):
             raise ClientToolError(
                 f"another call with id {call_id!r} is already waiting for this user's answer"
             )
-        future: asyncio.Future[tuple[Any, str | None]] = asyncio.get_running_loop().create_future()
+        future: _Answer = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
         self._answered.pop(key, None)
+        if nested:
+            _NESTED_CALLS[key] = (self, future)
         return future
 
     async def aclose(self) -> None:
@@ -160,6 +183,7 @@ class ToolResults:
         key = (user_id, call_id)
         if self._waiting.get(key) is future:
             del self._waiting[key]
+        _unlist(key, future)
 
     def waiting_for(self, call_id: str, user_id: str | None) -> bool:
         """Whether ``call_id`` is waiting for an answer from ``user_id``."""
@@ -168,14 +192,32 @@ class ToolResults:
     def deliver(
         self, call_id: str, user_id: str | None, *, result: Any = None, error: str | None = None
     ) -> Delivery:
-        """Hand the client's answer to the waiting run."""
+        """Hand the client's answer to the waiting run (here, or the nested run of another
+        registry of this process that waits for it)."""
         key = (user_id, call_id)
         future = self._waiting.pop(key, None)
         if future is None:
-            return "answered" if key in self._answered else "unknown"
-        self._answered[key] = None
-        while len(self._answered) > self._remember:
-            self._answered.popitem(last=False)
+            elsewhere = _NESTED_CALLS.get(key)
+            if elsewhere is None or elsewhere[0] is self:
+                return "answered" if key in self._answered else "unknown"
+            outcome = elsewhere[0].deliver(call_id, user_id, result=result, error=error)
+            if outcome == "delivered":
+                self._remember_answered(key)
+            return outcome
+        self._remember_answered(key)
+        _unlist(key, future)
         if not future.done():
             future.set_result((result, error))
         return "delivered"
+
+    def _remember_answered(self, key: _Key) -> None:
+        self._answered[key] = None
+        while len(self._answered) > self._remember:
+            self._answered.popitem(last=False)
+
+
+def _unlist(key: _Key, future: asyncio.Future[Any]) -> None:
+    """Take ``future``'s call off the nested runs' calls (if it is the one listed)."""
+    listed = _NESTED_CALLS.get(key)
+    if listed is not None and listed[1] is future:
+        del _NESTED_CALLS[key]
