@@ -26,7 +26,7 @@ from .state import AGENTS, SETTINGS, STATE, TRUSTED_PROXIES, ServiceState
 from .ui_chat import add_ui_routes
 from .v1 import add_v1_routes
 
-__all__ = ["create_app"]
+__all__ = ["begin_shutdown", "create_app"]
 
 
 def create_app(
@@ -103,8 +103,17 @@ async def _start_streams(app: web.Application) -> None:
     app[STATE].streams.start()
 
 
+def begin_shutdown(app: web.Application) -> None:
+    """The first step of a shutdown, taken at once while the listener is still open (the CLI
+    takes it on SIGTERM or SIGINT): readiness answers 503 and every request that would start a
+    run is refused with 503 and ``Retry-After``. The app's shutdown (``on_shutdown``) then
+    gives what is running ``shutdown_grace_seconds`` to finish."""
+    app[STATE].streams.shutting_down = True
+
+
 async def _drain_streams(app: web.Application) -> None:
-    """On shutdown: let open streams finish for the grace period, then end them."""
+    """On shutdown: let open streams finish for the grace period, then end them; then cancel
+    the runs nobody reads."""
     await app[STATE].streams.drain(app[SETTINGS].shutdown_grace_seconds)
 
 

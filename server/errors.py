@@ -27,6 +27,7 @@ __all__ = [
     "RETRY_AFTER_SECONDS",
     "STATUS_BY_CODE",
     "ServiceErrorCode",
+    "code_for",
     "error_for",
     "error_of",
     "error_response",
@@ -109,8 +110,13 @@ def status_for(error: ErrorInfo | ErrorEvent | None) -> int:
 def json_error(status: int, message: str, **headers: str) -> web.Response:
     """An error the service answers itself: its code follows from ``status``
     (:data:`CODE_BY_STATUS`)."""
-    code = CODE_BY_STATUS.get(status, "internal_error" if status >= 500 else "invalid_input")
-    return error_response(status, code, message, headers=headers)
+    return error_response(status, code_for(status), message, headers=headers)
+
+
+def code_for(status: int) -> str:
+    """The code of an error the service answers itself, by its status
+    (:data:`CODE_BY_STATUS`; other 4xx: ``invalid_input``, other 5xx: ``internal_error``)."""
+    return CODE_BY_STATUS.get(status, "internal_error" if status >= 500 else "invalid_input")
 
 
 def run_error(error: ErrorInfo | ErrorEvent, **headers: str) -> web.Response:
@@ -181,8 +187,10 @@ def openai_error(
     **headers: str,
 ) -> web.Response:
     """An error in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, so
-    OpenAI clients report it (and retry 429s and 5xx by themselves)."""
+    OpenAI clients report it (and retry 429s and 5xx by themselves). ``code`` is ours, the
+    same as outside ``/v1/``: a run's, or else the one of the status (:func:`code_for`)."""
     kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    code = code or code_for(status)
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return web.json_response(body, status=status, headers=headers or None)
 

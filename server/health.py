@@ -55,6 +55,14 @@ class HealthChecks:
             checks.update(await self._stores())
         return checks
 
+    def known(self) -> dict[str, CheckState]:
+        """Each check's state as last seen, nothing pinged: what a replica shutting down
+        reports, so that its readiness answers at once."""
+        down = any(e.model_health.down for e in self._executors)
+        checks: dict[str, CheckState] = {"model": "down" if down else "ok"}
+        checks.update({name: self._seen.get(name, "ok") for name in self._pings})
+        return checks
+
     async def _stores(self) -> dict[str, CheckState]:
         async with self._lock:  # probes arriving together share one round of pings
             if time.monotonic() - self._pinged_at >= self._cache_seconds:

@@ -59,6 +59,8 @@ def _message(request: web.Request, exc: web.HTTPException) -> str:
     if exc.status == 405:
         allowed = exc.headers.get("Allow", "")
         return f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
+    if exc.status == 413:
+        return f"the body is over the limit of {request.client_max_size} bytes"
     if exc.text is None or exc.text.startswith(f"{exc.status}:"):
         return exc.reason
     return exc.text

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_executor import AgentCommand, AgentExecutor, AgentResult, EventStream
 
-from .errors import json_error
+from .errors import RETRY_AFTER_SECONDS, json_error
 from .schemas import describe_validation_error
 from .state import AUTH_USER, REQUEST_ID, STATE, TRUSTED_PROXIES
 
@@ -88,10 +88,17 @@ class Caller:
 
 
 def shutdown_refusal(request: web.Request, error: ErrorFactory) -> web.Response | None:
-    """A 503 (``Retry-After: 5``) once the app is shutting down: no new run starts then."""
-    if request.app[STATE].streams.shutting_down:
-        return error(503, "the server is shutting down", **{"Retry-After": "5"})
-    return None
+    """A 503 ``unavailable`` with ``Retry-After`` once the app is shutting down (from the
+    signal on, through the grace period): no new run starts then. Every endpoint that would
+    start one asks, after checking the request and before starting anything. The connection
+    is closed after the answer, so a client's next request opens a new one (which a load
+    balancer sends to another replica)."""
+    if not request.app[STATE].streams.shutting_down:
+        return None
+    retry = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    response = error(503, "the server is shutting down", **retry)
+    response.force_close()
+    return response
 
 
 async def json_object(

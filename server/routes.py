@@ -24,6 +24,7 @@ from agent_executor.tools import Delivery
 
 from .dialects.typed import EventMode, TypedEncoder
 from .errors import RETRY_AFTER_SECONDS, error_of, json_error, run_error
+from .health import CheckState
 from .openapi import openapi_document
 from .request import Caller, json_object, query_object, shutdown_refusal, validated
 from .runs import LiveRun, RemoteRun
@@ -243,23 +244,32 @@ async def delete_session(request: web.Request) -> web.Response:
 
 async def health(request: web.Request) -> web.Response:
     """Liveness: ``{"success": true, "data": {"status", "timestamp", "uptime", "checks"}}``,
-    always 200; ``status`` is ``degraded`` while a check is down. With ``?ready=1`` it is the
-    readiness probe (:func:`ready`)."""
+    always 200 (also while shutting down); ``status`` is ``degraded`` while a check is down.
+    With ``?ready=1`` it is the readiness probe (:func:`ready`)."""
     if request.query.get("ready", "") not in ("", "0", "false"):
         return await ready(request)
-    return _health_response(HealthResponse(data=await _health_data(request)))
+    checks = await request.app[STATE].health.run()
+    return _health_response(HealthResponse(data=_health_data(request, checks)))
 
 
 async def ready(request: web.Request) -> web.Response:
     """Readiness: the health answer, but 503 (``success: false`` and an ``unavailable`` error
-    naming what is down) while degraded, so a load balancer sends requests elsewhere."""
-    data = await _health_data(request)
-    down = sorted(name for name, state in data.checks.items() if state == "down")
+    naming what is down) while degraded, so a load balancer sends requests elsewhere; and 503
+    from the moment the service begins to shut down, at once (nothing is pinged then)."""
+    state = request.app[STATE]
+    if state.streams.shutting_down:
+        return _not_ready(request, _health_data(request, state.health.known()), "shutting down")
+    data = _health_data(request, await state.health.run())
+    down = sorted(name for name, check in data.checks.items() if check == "down")
     if not down:
         return _health_response(HealthResponse(data=data))
+    return _not_ready(request, data, f"{', '.join(down)} down")
+
+
+def _not_ready(request: web.Request, data: HealthData, why: str) -> web.Response:
     error = ErrorDetail(
         code=ErrorCode.UNAVAILABLE,
-        message=f"not ready: {', '.join(down)} down",
+        message=f"not ready: {why}",
         request_id=request[REQUEST_ID],
         retry_after=RETRY_AFTER_SECONDS,
     )
@@ -270,13 +280,11 @@ async def ready(request: web.Request) -> web.Response:
     )
 
 
-async def _health_data(request: web.Request) -> HealthData:
-    state = request.app[STATE]
-    checks = await state.health.run()
+def _health_data(request: web.Request, checks: dict[str, CheckState]) -> HealthData:
     return HealthData(
         status="degraded" if "down" in checks.values() else "healthy",
         timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-        uptime=round(time.monotonic() - state.started_monotonic, 3),
+        uptime=round(time.monotonic() - request.app[STATE].started_monotonic, 3),
         checks=checks,
     )
 

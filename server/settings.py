@@ -26,7 +26,12 @@ class Settings(BaseModel):
         gt=0,
         description="A stream whose client takes no data for this long is cut (slow reader).",
     )
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    max_body_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="The largest request body read; a larger one is answered 413 "
+        "(payload_too_large) naming this limit.",
+    )
     api_keys: dict[str, str] = Field(default_factory=dict)
     cors_origins: tuple[str, ...] = ()
     trusted_proxies: tuple[str, ...] = Field(

@@ -135,7 +135,10 @@ def test_the_router_default_and_keys_from_the_environment(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ('{"agents": {"support": {}', "agents.json: not valid JSON: Expecting"),
+        (
+            '{"agents": {"support": {}',
+            "agents.json: line 1, column 26: not valid JSON: Expecting ',' delimiter",
+        ),
         ({"agents": {"support": {"tool": ["x"]}}}, "agents.support.tool: Extra inputs"),
         ({"agents": {"support": {}}, "routing": {}}, "routing: Extra inputs are not permitted"),
         (
@@ -179,7 +182,7 @@ def test_a_bad_file_exits_with_status_2_and_the_reason(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.json")
     for argv, message in [
         (["--agents", path], "default agent 'sales' is not one of the agents: support"),
-        (["--agents", missing], "cannot read the agents file"),
+        (["--agents", missing], f"--agents {missing}: cannot read it: No such file"),
     ]:
         result = subprocess.run(
             [sys.executable, "-m", "server", "--port", "0", *argv],

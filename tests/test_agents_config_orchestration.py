@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_executor import AgentCommand, AgentTool, DemoModel, Handoff
+from agent_executor import AgentCommand, AgentTool, Handoff
 from agent_executor.orchestration import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
 from server.cli import CliError
 
@@ -62,7 +62,8 @@ def test_groups_are_served_by_name_with_their_strategies(tmp_path: Path) -> None
         },
     }
 
-    _, router = build(tmp_path, config, "--rate-limit", "5/minute")
+    flags = ("--model", "openai/flags-mini", "--api-base", "http://127.0.0.1:1")
+    _, router = build(tmp_path, config, "--rate-limit", "5/minute", *flags)
 
     assert list(router.agents) == ["writer", "reviewer", "editor", "desk", "auto", "hybrid"]
     assert router.default == "desk"
@@ -71,7 +72,7 @@ def test_groups_are_served_by_name_with_their_strategies(tmp_path: Path) -> None
     assert desk.strategy.cycle and desk.max_rounds == 3 and desk.termination == "TERMINATE"
     assert desk.agents == {"writer": router.agents["writer"], "reviewer": router.agents["reviewer"]}
     assert isinstance(auto, AgentGroup) and isinstance(auto.strategy, AutoHandoff)
-    assert isinstance(auto.strategy.moderator.model, DemoModel)  # the flags' model
+    assert auto.strategy.moderator.model.name == "openai/flags-mini"  # the flags' model
     assert auto.termination is None and auto.description == "Writes and reviews."
     assert isinstance(hybrid, AgentGroup) and isinstance(hybrid.strategy, HybridHandoff)
     assert hybrid.strategy.next == {"writer": "reviewer"}
@@ -79,6 +80,37 @@ def test_groups_are_served_by_name_with_their_strategies(tmp_path: Path) -> None
     # the service's guards (one rate limit across agents and groups) and its own memory
     assert all(a is b for a, b in zip(desk._guards, router.agents["writer"]._guards, strict=True))
     assert desk.memory is not None and desk.memory is not router.agents["writer"].memory
+
+
+@pytest.mark.parametrize(
+    ("group", "flags"),
+    [
+        ({"strategy": "auto"}, ()),  # the flags' model: the demo model
+        ({"strategy": "hybrid", "next": {"a": "b"}}, ()),  # its first round is planned too
+        (
+            {"strategy": "auto", "moderator": {"model": "demo"}},
+            ("--model", "openai/m", "--api-base", "http://127.0.0.1:1"),
+        ),
+    ],
+    ids=["auto", "hybrid", "named"],
+)
+def test_a_group_moderated_by_the_demo_model_is_refused_at_start_up(
+    tmp_path: Path, group: dict[str, Any], flags: tuple[str, ...]
+) -> None:
+    """The demo model writes prose, never a plan: such a group would start and then answer
+    every request 502 invalid_plan."""
+    config = {"agents": {"a": {}, "b": {}}, "groups": {"g": {"agents": ["a", "b"], **group}}}
+
+    with pytest.raises(CliError) as caught:
+        build(tmp_path, config, *flags)
+
+    assert str(caught.value) == (
+        f"--agents {tmp_path / 'agents.json'}: group 'g': the {group['strategy']} strategy's "
+        "moderator is the demo model, which cannot write the JSON plans a moderator must "
+        "(every request would fail with invalid_plan); give the group "
+        '"moderator": {"model": "provider/model"}, serve a real --model, or use '
+        '"strategy": "direct"'
+    )
 
 
 async def test_a_group_of_the_file_runs_its_agents_in_turn(tmp_path: Path) -> None:

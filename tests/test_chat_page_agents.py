@@ -1,17 +1,22 @@
-"""Browser tests of the chat page showing which agent speaks (issue 20, item 6).
+"""Browser tests of the chat page showing which agent speaks (issue 20, item 6) and picking
+the agent that answers (issue 30, item 5).
 
 Playwright drives Debian's Chromium against the app served in this process on 127.0.0.1, its
 agents on ``ScriptedModel``s: an agent used as a tool (``as_tool()``) streams ``nested`` events,
-which the page shows inside that call's record; a router's pick and a handoff (``handoff()``)
-stream ``agent_selected``, which the page shows as the reply's speaker and a divider. Every
-test saves a screenshot under ``tests/artifacts/screenshots/``.
+which the page shows inside that call's record (and answers its client tools' calls from
+there); a router's pick and a handoff (``handoff()``) stream ``agent_selected``, which the page
+shows as the reply's speaker and a divider. The agent picker is filled from ``GET v1/models``
+(with the API key when the service has keys), ``?agent=NAME`` preselects, and the choice goes
+with every chat request. Every test saves a screenshot under ``tests/artifacts/screenshots/``.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from aiohttp.test_utils import TestServer
@@ -20,12 +25,13 @@ from prometheus_client import CollectorRegistry
 
 from agent_executor import AgentExecutor, AgentGroup, AgentRouter, ScriptedModel, handoff, tool
 from agent_executor.models.scripted import ScriptedTurn, call, tool_turn
-from server import create_app
+from server import Settings, create_app
 from tests.test_browser import (
     WAIT_MS,
     answer_text,
     ask,
     chat_events,
+    record_stream_requests,
     screenshot,
     words,
 )
@@ -46,10 +52,13 @@ def agent(name: str, turns: list[ScriptedTurn], **options: object) -> AgentExecu
 
 @asynccontextmanager
 async def chat_page(
-    browser: Browser, agents: AgentExecutor | AgentRouter, *models: ScriptedModel
+    browser: Browser,
+    agents: AgentExecutor | AgentRouter | Mapping[str, AgentExecutor],
+    *models: ScriptedModel,
+    settings: Settings | None = None,
 ) -> AsyncIterator[Page]:
     """A page on a fresh app serving ``agents``; every model in ``models`` played all its turns."""
-    server = TestServer(create_app(agents), host="127.0.0.1")
+    server = TestServer(create_app(agents, settings), host="127.0.0.1")
     await server.start_server()
     context = await browser.new_context(base_url=str(server.make_url("")).rstrip("/"))
     try:
@@ -278,3 +287,153 @@ async def test_a_groups_reply_shows_each_rounds_agent(browser: Browser) -> None:
         assert order == ["text:writer", "handoff:editor", "text:editor"]
         assert await answer_text(reply) == "Cats sleep a lot. Cats sleep sixteen hours a day."
         await screenshot(page, "group")
+
+
+# ---- the agent picker (issue 30, item 5) ------------------------------------------------------
+
+
+def team_of_three() -> tuple[dict[str, AgentExecutor], dict[str, ScriptedModel]]:
+    """Two agents and a group of them, by name; each agent answers once with its name."""
+    weather = agent("weather", ["Weather here."])
+    billing = agent("billing", ["Billing here."])
+    writer = agent("writer", ["The team wrote this."])
+    team = AgentGroup([writer], name="team", metrics=CollectorRegistry())
+    served = {"weather": weather, "billing": billing, "team": team}
+    return served, {name: model_of(a) for name, a in (("weather", weather), ("billing", billing))}
+
+
+async def options(page: Page) -> list[tuple[str, str]]:
+    """The picker's options: (value, label)."""
+    found: list[list[str]] = await page.eval_on_selector_all(
+        "#agent option", "(os) => os.map((o) => [o.value, o.textContent])"
+    )
+    return [(value, label) for value, label in found]
+
+
+async def test_the_picker_lists_the_agents_and_the_chosen_one_answers(browser: Browser) -> None:
+    served, models = team_of_three()
+    async with chat_page(browser, served, *models.values()) as page:
+        streams = record_stream_requests(page)
+        await page.goto("/")
+        picker = page.locator("#agent")
+        await expect(picker).to_have_attribute("data-state", "listed", timeout=WAIT_MS)
+        assert await options(page) == [
+            ("", "default"),
+            ("billing", "billing"),
+            ("team", "team"),
+            ("weather", "weather"),
+        ]
+        await expect(picker).to_have_value("")
+
+        await picker.select_option("billing")
+        assert parse_qs(urlsplit(page.url).query) == {"agent": ["billing"]}  # kept on reload
+        await ask(page, "Was invoice 42 paid?")
+        reply = page.locator(".message.assistant").first
+        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        assert await answer_text(reply) == "Billing here."
+        await screenshot(page, "agent-picker")
+
+        await picker.select_option("")  # the service's default: no agent named
+        assert urlsplit(page.url).query == ""
+        await ask(page, "And the weather?")
+        second = page.locator(".message.assistant").nth(1)
+        await expect(second).to_have_class(DONE, timeout=WAIT_MS)
+        assert await answer_text(second) == "Weather here."
+
+    bodies = [json.loads(request.post_data or "{}") for request in streams]
+    assert [body.get("agent") for body in bodies] == ["billing", None]
+
+
+@pytest.mark.parametrize("transport", ["fetch", "eventsource"])
+async def test_agent_in_the_address_preselects_it(browser: Browser, transport: str) -> None:
+    served, _ = team_of_three()
+    async with chat_page(browser, served) as page:
+        streams = record_stream_requests(page)
+        await page.goto("/?agent=team")
+        await expect(page.locator("#agent")).to_have_value("team")
+        await expect(page.locator("#agent")).to_have_attribute("data-state", "listed")
+        if transport == "eventsource":
+            await page.locator("#use-eventsource").check()
+        await ask(page, "Write something.")
+        reply = page.locator(".message.assistant").first
+        await expect(reply).to_have_class(DONE, timeout=WAIT_MS)
+        assert await answer_text(reply) == "The team wrote this."
+
+    [request] = streams
+    if transport == "eventsource":
+        assert parse_qs(urlsplit(request.url).query)["agent"] == ["team"]
+    else:
+        assert json.loads(request.post_data or "{}")["agent"] == "team"
+
+
+async def test_an_agent_the_service_does_not_list_is_kept_and_refused_plainly(
+    browser: Browser,
+) -> None:
+    served, _ = team_of_three()
+    async with chat_page(browser, served) as page:
+        await page.goto("/?agent=nope")
+        picker = page.locator("#agent")
+        await expect(picker).to_have_attribute("data-state", "listed", timeout=WAIT_MS)
+        await expect(picker).to_have_value("nope")
+        assert ("nope", "nope (not listed)") in await options(page)
+        await ask(page, "hello")
+        error = page.locator(".message.assistant").first.locator(".turn-error")
+        await expect(error).to_contain_text("HTTP 400", timeout=WAIT_MS)
+        await expect(error).to_contain_text("unknown agent 'nope'")
+
+
+async def test_with_api_keys_the_list_comes_once_the_key_is_given(browser: Browser) -> None:
+    served, _ = team_of_three()
+    keyed = Settings(api_keys={"sk-agents": "alice"})
+    async with chat_page(browser, served, settings=keyed) as page:
+        await page.goto("/?agent=billing")
+        picker, note = page.locator("#agent"), page.locator("#agent-note")
+        await expect(note).to_have_text("enter the API key to list the agents", timeout=WAIT_MS)
+        await expect(picker).to_have_attribute("data-state", "unlisted")
+        await expect(picker).to_have_value("billing")  # the address's choice still stands
+        await expect(page.locator("#api-key")).not_to_have_attribute("aria-invalid", "true")
+
+        await page.locator("#api-key").fill("sk-agents")
+        await page.locator("#api-key").press("Tab")  # the key is committed: list again
+        await expect(picker).to_have_attribute("data-state", "listed", timeout=WAIT_MS)
+        await expect(note).to_be_hidden()
+        assert [value for value, _ in await options(page)] == ["", "billing", "team", "weather"]
+        await expect(picker).to_have_value("billing")
+
+
+# ---- a nested agent's client tool, answered by the page (issue 30, item 9) -------------------
+
+
+async def test_the_page_answers_a_client_tool_called_by_an_agent_used_as_a_tool(
+    browser: Browser,
+) -> None:
+    researcher = agent(
+        "researcher",
+        [
+            tool_turn(call("get_browser_timezone", {}, id="n1")),
+            "Your browser is set to its zone.",
+        ],
+    )
+    writer = agent(
+        "writer",
+        [tool_turn(call("researcher", {"input": "Which time zone?"}, id="w1")), "Done."],
+        tools=[researcher.as_tool()],
+    )
+    async with chat_page(browser, writer, model_of(writer), model_of(researcher)) as page:
+        reply = await answered(page, "What is my time zone?")
+
+        record = reply.locator("details.tool-call[data-call-id=w1]")
+        await expect(record).to_have_attribute("data-status", "success")
+        await record.locator("> summary").click()
+        run = record.locator(".nested-run")
+        await expect(run.locator(".tool-note")).to_contain_text("browser time zone:")
+        await expect(run.locator(".tool-note.failed")).to_have_count(0)
+        answers = await page.evaluate("window.__toolAnswers")
+        assert [(a["call_id"], a["tool"], a["status"]) for a in answers] == [
+            ("n1", "get_browser_timezone", 200)
+        ]
+        assert await answer_text(reply) == "Done."
+        await screenshot(page, "agent-as-tool-client-tool")
+
+    [answer] = [m for m in model_of(researcher).requests[1].messages if m.role == "tool"]
+    assert answer.content == answers[0]["body"]["result"]

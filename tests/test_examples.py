@@ -66,39 +66,6 @@ def test_orchestration_example_shows_the_nested_agent_and_the_handoff() -> None:
     assert "session 'help-1' of triage holds 6 messages" in handoff_part
 
 
-@pytest.mark.timeout(90)
-def test_the_orchestration_guides_examples_run_and_print_what_it_shows(tmp_path: Path) -> None:
-    guide = (EXAMPLES.parent / "docs" / "orchestration.md").read_text(encoding="utf-8")
-    snippets = [part.split("```", 1)[0] for part in guide.split("```python\n")[1:]]
-    outputs = []
-    for number, snippet in enumerate(snippets):
-        script = tmp_path / f"snippet_{number}.py"
-        script.write_text(snippet, encoding="utf-8")
-        done = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, encoding="utf-8", timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        outputs.append(done.stdout)
-
-    as_tool, handoff, group, flow = outputs
-    assert (
-        "NestedEvent(agent='researcher', call_id='call_0', event=MessageEvent(text='Paris '))"
-        in as_tool
-    )
-    assert "usage=Usage(input_tokens=112, output_tokens=28)" in as_tool.splitlines()[-1]
-    assert (
-        "AgentSelectedEvent(agent='billing', selected_by='handoff', detail='from triage')"
-        in handoff
-    )
-    lines = group.splitlines()
-    selected = "AgentSelectedEvent(agent='{}', selected_by='group', detail='round {} of 5: {}')"
-    assert lines[0] == selected.format("writer", 1, "first agent")
-    assert selected.format("editor", 2, "next in order") in lines
-    assert "MessageEvent(text='\\n\\n')" in lines
-    assert lines[-1].startswith("DoneEvent(finish_reason='stop'")
-    assert flow == "'A refund for order 42.\\n\\nRefunded 42.\\n\\nRefunded 42. -- Support'\n"
-
-
 def _load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None

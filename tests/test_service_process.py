@@ -266,7 +266,7 @@ def test_tools_modules_are_imported(tmp_path: Path) -> None:
             "Redis at redis://***@127.0.0.1:1 is unavailable",
         ),
         (["--session-ttl", "0"], "--session-ttl must be positive"),
-        (["--gc-threshold", "-1"], "argument --gc-threshold: must be 0 or more, not -1"),
+        (["--gc-threshold", "-1"], "--gc-threshold: must be 0 or more, not -1"),
     ],
 )
 def test_configuration_errors_exit_with_status_2(argv: list[str], message: str) -> None:

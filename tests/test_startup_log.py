@@ -7,6 +7,7 @@ The processes are the real ``python -m server`` / ``agent-executor`` an operator
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import re
@@ -23,6 +24,7 @@ import pytest
 
 from agent_executor import AgentCommand, AgentExecutor
 from server.cli import ServeConfig, build_parser, build_service
+from server.cli.announce import announce
 
 from .fakes.openai_server import FakeOpenAIServer, Stream, text_stream
 from .server_helpers import ROOT, stop
@@ -161,3 +163,87 @@ async def test_the_provider_key_is_read_from_a_file(
 
     assert result.content == "hello"
     assert server.request_headers[0]["Authorization"] == "Bearer sk-from-the-file"
+
+
+@pytest.mark.parametrize(
+    ("prices", "said"),
+    [
+        ("{}", "; prices: none of your own (--prices is empty), litellm's cost map only"),
+        (
+            '{"my-llama": {"input": 0.2, "output": 0.4}}',
+            "; prices: 1 model from --prices, then litellm's cost map",
+        ),
+        ("FILE", "; prices: 2 models from --prices, then litellm's cost map"),
+    ],
+)
+async def test_the_spend_line_says_where_prices_come_from_with_prices(
+    prices: str, said: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An empty ``--prices`` is easy to give by mistake: the log says it leaves every price to
+    litellm's cost map."""
+    if prices == "FILE":
+        table = tmp_path / "prices.json"
+        table.write_text('{"a": {"input": 1, "output": 2}, "b": {"input": 1, "output": 2}}')
+        prices = str(table)
+    config = ServeConfig.from_args(build_parser().parse_args(["serve", "--prices", prices]), {})
+    service = build_service(config)
+
+    with caplog.at_level(logging.INFO, logger="server"):
+        announce(service, config, [("127.0.0.1", 8080)])
+    await service.agents.aclose()
+
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("user budget")]
+    assert line.startswith("user budget: off (give --user-budget AMOUNT/PERIOD); ")
+    assert line.endswith(f"per run: no limit{said}")
+
+
+def test_agents_groups_and_flows_are_counted_and_listed_by_kind(tmp_path: Path) -> None:
+    pytest.importorskip("bm25s")
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "faq.md").write_text("# Refunds\n\nThey take 30 days.\n", encoding="utf-8")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text(
+        "agents:\n  a: {tools: []}\n  b: {tools: [], retrieval: false}\n"
+        "groups:\n  team: {agents: [a, b]}\n",
+        encoding="utf-8",
+    )
+    flows = tmp_path / "flows.yaml"
+    flows.write_text(
+        "flows:\n  support_flow:\n    start: first\n    nodes:\n      first: {agent: a}\n"
+        "      second: {agent: b}\n    edges: [{from: first, to: second}]\n",
+        encoding="utf-8",
+    )
+
+    with _started(
+        "--agents", str(agents), "--flows", str(flows), "--retrieval", str(tmp_path / "kb")
+    ) as (_, lines):
+        pass
+
+    said = "\n".join(lines)
+    assert f"retrieval: {tmp_path / 'kb'} indexed (1 passage of 1 file)" in lines
+    assert "with 2 agents, 1 group and 1 flow (default: a; " in said
+    assert (
+        "agent a (model: demo (offline DemoModel, no API key needed); tools: none; "
+        f"retrieval: {tmp_path / 'kb'})"
+    ) in lines
+    assert "agent b (model: demo (offline DemoModel, no API key needed); tools: none)" in lines
+    assert "group team (strategy: direct; agents: a, b; max rounds: 5)" in lines
+    assert "flow support_flow (start: first; nodes: first, second)" in lines
+    assert "Building index" not in said  # bm25s's own progress stays out of the log
+
+
+def test_help_shows_the_limits_with_their_defaults_and_the_orchestration_guide(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+
+    assert (
+        "--max-body-bytes BYTES largest request body read; a larger one is answered 413 "
+        "(default 1048576)"
+    ) in text
+    assert "more is refused with invalid_input (default 32000)" in text
+    assert "--retrieval DIR" in text
+    agents_help = text.split("--agents AGENTS.json", 2)[2].split("--flows", 1)[0]
+    assert "docs/orchestration.md" in agents_help and "docs/tools.md" not in agents_help

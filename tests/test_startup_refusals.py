@@ -88,6 +88,13 @@ def test_api_keys_from_the_environment_without_keys_are_refused() -> None:
         ),
         (["--shutdown-grace", "-2"], "--shutdown-grace must be 0 or more, not -2"),
         (["--port", "70000"], "--port must be between 0 and 65535, not 70000"),
+        (["--max-body-bytes", "0"], "--max-body-bytes must be positive, not 0"),
+        (["--max-message-chars", "-1"], "--max-message-chars must be positive, not -1"),
+        (
+            ["--rate-limit", "20/fortnight"],
+            "--rate-limit: invalid rate '20/fortnight': use N/PERIOD such as 20/minute, "
+            "5/second or 100/hour",
+        ),
     ],
 )
 def test_timeouts_and_limits_that_cannot_work_are_refused(argv: list[str], message: str) -> None:
@@ -218,3 +225,98 @@ def test_a_prices_file_that_cannot_be_used_is_refused(
 
     assert line.startswith("agent-executor: --prices: ")
     assert message in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--port", "abc"], "--port: expected a whole number, not 'abc'"),
+        (["--request-timeout", "soon"], "--request-timeout: expected a number, not 'soon'"),
+        (["--port"], "--port: expected a value"),
+        (
+            ["--log-format", "xml"],
+            "--log-format: invalid choice: 'xml' (choose from 'text', 'json')",
+        ),
+        (["--gc-threshold", "-1"], "--gc-threshold: must be 0 or more, not -1"),
+    ],
+)
+def test_a_flag_that_cannot_be_read_is_one_line_not_the_usage(
+    argv: list[str], message: str
+) -> None:
+    line = _refused(_serve(*argv))
+
+    assert line == f"agent-executor: {message} (see agent-executor serve --help)"
+
+
+def test_an_unknown_flag_is_one_line() -> None:
+    line = _refused(_serve("--port", "0", "--frobnicate"))
+
+    assert line.startswith("agent-executor: unrecognized arguments: --frobnicate (see ")
+
+
+def test_a_bad_line_of_the_api_keys_file_names_the_file_and_the_line(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("# the team\nalice\n", encoding="utf-8")
+
+    line = _refused(_serve("--port", "0", "--api-keys-file", str(keys)))
+
+    assert line == f"agent-executor: --api-keys-file {keys}: line 2: expected user_id=key"
+
+
+def test_an_unknown_model_of_the_agents_file_names_the_agent_and_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "agents.json"
+    path.write_text(json.dumps({"agents": {"a": {"model": "no-such-model-9"}}}), encoding="utf-8")
+
+    line = _refused(_serve("--port", "0", "--agents", str(path), env=_NO_KEYS))
+
+    assert line.startswith(
+        f"agent-executor: --agents {path}: agent 'a': unknown model 'no-such-model-9'"
+    )
+
+
+def test_an_auto_group_on_the_demo_model_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "agents.yaml"
+    path.write_text(
+        "agents:\n  a: {}\n  b: {}\ngroups:\n  team:\n    agents: [a, b]\n    strategy: auto\n",
+        encoding="utf-8",
+    )
+
+    line = _refused(_serve("--port", "0", "--agents", str(path), env=_NO_KEYS))
+
+    assert line.startswith(
+        f"agent-executor: --agents {path}: line 5: group 'team': the auto strategy's "
+        "moderator is the demo model"
+    )
+    assert "invalid_plan" in line
+
+
+@pytest.mark.parametrize("folder", ["missing", "empty"])
+def test_a_retrieval_folder_without_documents_is_refused(tmp_path: Path, folder: str) -> None:
+    path = tmp_path / folder
+    if folder == "empty":
+        path.mkdir()
+
+    line = _refused(_serve("--port", "0", "--retrieval", str(path)))
+
+    problem = "no such folder: " if folder == "missing" else "no .md or .txt files under "
+    assert line == f"agent-executor: --retrieval: {problem}{path}"
+
+
+def test_retrieval_without_its_extra_names_the_pip_install(tmp_path: Path) -> None:
+    (tmp_path / "faq.md").write_text("# Refunds\n\nThey take 30 days.\n", encoding="utf-8")
+    code = (
+        "import sys; sys.modules['bm25s'] = None; from server.cli import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, "serve", "--port", "0", "--retrieval", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+    assert _refused(result) == (
+        "agent-executor: --retrieval needs the retrieval extra: "
+        "pip install 'agent-executor[retrieval]'"
+    )

@@ -1,29 +1,30 @@
 """The ``--agents`` file: several named agents, the default one and an optional router; each
-agent's handoffs and agents-as-tools, and groups of the agents.
+agent's handoffs and agents-as-tools, and groups of the agents. JSON, or YAML for ``.yaml`` /
+``.yml`` files (read with PyYAML when it is installed).
 
-Each agent's model settings fall back to the flags and environment (:class:`ServeConfig`).
+Each agent's model settings, tools and retrieval folder fall back to the flags and environment
+(:class:`ServeConfig`). Problems are reported with the flag, the file and (YAML) the line.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from ..schemas import describe_validation_error
 from .errors import CliError
+from .files import Document, read_document
 
 __all__ = [
     "AgentSpec",
@@ -80,6 +81,15 @@ class AgentSpec(ModelSpec):
     """Agents this one may hand the conversation over to (``transfer_to_<name>`` tools)."""
     agent_tools: list[_NonEmpty] = Field(default_factory=list)
     """Agents this one may call as tools (``<name>``, one ``input``)."""
+    retrieval: _NonEmpty | Literal[False] | None = None
+    """A folder whose passages a BM25 index gives the agent (``None``: ``--retrieval``'s;
+    ``False``: none, even with ``--retrieval``)."""
+
+    def retrieval_folder(self, default: str | None) -> str | None:
+        """The folder of the agent's retrieval index, if it has one."""
+        if self.retrieval is False:
+            return None
+        return self.retrieval or default
 
 
 class ModeratorSpec(ModelSpec):
@@ -127,6 +137,19 @@ class AgentsFile(BaseModel):
     router: RouterSpec | None = None
     agents: dict[str, AgentSpec] = Field(min_length=1)
     groups: dict[str, GroupSpec] = Field(default_factory=dict)
+    _path: str = PrivateAttr(default="")
+    _document: Document = PrivateAttr(default_factory=lambda: Document(None))
+
+    @property
+    def path(self) -> str:
+        """The file it was read from."""
+        return self._path
+
+    def origin(self, *loc: str) -> str:
+        """Where an entry of the file is: ``--agents FILE``, and for a YAML file the line of
+        ``loc`` (``origin("agents", "billing")``: ``--agents agents.yaml: line 12``)."""
+        line = self._document.line_of(loc)
+        return f"--agents {self._path}" + (f": line {line}" if line else "")
 
     @field_validator("agents", "groups")
     @classmethod
@@ -181,56 +204,55 @@ class AgentsFile(BaseModel):
 
 def load_agents_file(path: str, env: Mapping[str, str], *, mcp: bool) -> AgentsFile:
     """The validated ``--agents`` file, each ``api_key_env`` read from ``env`` into ``api_key``
-    (:class:`CliError` naming the file and the problem). ``mcp``: ``--mcp`` is given."""
+    (:class:`CliError` naming the flag, the file, the line where known, and the problem).
+    ``mcp``: ``--mcp`` is given."""
+    what = f"--agents {path}"
+    document = read_document(path, what)
+    if not isinstance(document.data, dict):
+        raise CliError(f"{what}: expected an object with an 'agents' object")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"--agents: cannot read the agents file: {exc}") from None
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"--agents {path}: not valid JSON: {exc}") from None
-    except ValueError as exc:
-        raise CliError(f"--agents {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise CliError(f"--agents {path}: expected a JSON object with an 'agents' object")
-    try:
-        config = AgentsFile.model_validate(data)
+        config = AgentsFile.model_validate(document.data)
     except ValidationError as exc:
-        raise CliError(f"--agents {path}: {describe_validation_error(exc)}") from None
+        raise CliError(f"{what}: {document.problems(exc)}") from None
+    config._path, config._document = path, document
     with_mcp = [name for name, agent in config.agents.items() if agent.mcp]
     if with_mcp and not mcp:
         raise CliError(
-            f'--agents {path}: agent {with_mcp[0]!r} has "mcp": true, '
-            "but no --mcp CONFIG.json is given"
+            f"{config.origin('agents', with_mcp[0], 'mcp')}: agent {with_mcp[0]!r} has "
+            '"mcp": true, but no --mcp CONFIG.json is given'
         )
     if mcp and not with_mcp:
         raise CliError(f'--mcp is given, but no agent of {path} has "mcp": true')
-    try:
-        return _with_keys(config, env)
-    except CliError as exc:
-        raise CliError(f"--agents {path}: {exc}") from None
+    return _with_keys(config, env)
 
 
 def _with_keys(config: AgentsFile, env: Mapping[str, str]) -> AgentsFile:
     """``config`` with the keys its ``api_key_env`` entries name read from ``env``."""
     agents = {
         name: agent.model_copy(
-            update={"api_key": agent.key(env, f"agent {name!r}"), "api_key_env": None}
+            update={
+                "api_key": agent.key(env, f"{config.origin('agents', name)}: agent {name!r}"),
+                "api_key_env": None,
+            }
         )
         for name, agent in config.agents.items()
     }
     router = config.router
     if router is not None:
         router = router.model_copy(
-            update={"api_key": router.key(env, "router"), "api_key_env": None}
+            update={
+                "api_key": router.key(env, f"{config.origin('router')}: router"),
+                "api_key_env": None,
+            }
         )
     groups = {
         name: group.model_copy(
             update={
                 "moderator": group.moderator.model_copy(
                     update={
-                        "api_key": group.moderator.key(env, f"group {name!r}: moderator"),
+                        "api_key": group.moderator.key(
+                            env, f"{config.origin('groups', name)}: group {name!r}: moderator"
+                        ),
                         "api_key_env": None,
                     }
                 )
@@ -241,12 +263,3 @@ def _with_keys(config: AgentsFile, env: Mapping[str, str]) -> AgentsFile:
         for name, group in config.groups.items()
     }
     return config.model_copy(update={"agents": agents, "router": router, "groups": groups})
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise ValueError(f"the key {key!r} appears twice in one object")
-        data[key] = value
-    return data

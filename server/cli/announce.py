@@ -8,12 +8,12 @@ lines here answer it (auth, rate limit, guards, where state lives) without readi
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yarl import URL
 
-from agent_executor import AgentRouter, ChatModel, DemoModel, ModelRouter
+from agent_executor import AgentExecutor, AgentRouter, ChatModel, DemoModel, Flow, ModelRouter
 from agent_executor.orchestration import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
 
 from .build import Service
@@ -25,37 +25,30 @@ logger = logging.getLogger("server")
 
 
 def announce(service: Service, config: ServeConfig, addresses: Sequence[Any]) -> None:
-    """Log where ``service`` listens (``addresses``: the bound sockets' names), its agents
-    and its protections."""
+    """Log where ``service`` listens (``addresses``: the bound sockets' names), its agents,
+    groups and flows, and its protections."""
     where = ", ".join(listening_urls(addresses))
     agents = service.agents
     if isinstance(agents, AgentRouter):
         router = agents.router
         logger.info(
-            "agent-executor listening on %s with %d agents (default: %s; router: %s)",
+            "agent-executor listening on %s with %s (default: %s; router: %s)",
             where,
-            len(agents.agents),
+            _counted(agents.agents),
             agents.default,
             f"model {router.model.name}, timeout {agents.route_timeout:g} s"
             if isinstance(router, ModelRouter)
             else "none, requests without 'agent' go to the default",
         )
         for name, executor in agents.agents.items():
-            if isinstance(executor, AgentGroup):
-                logger.info("group %s (%s)", name, _describe_group(executor))
-                continue
-            logger.info(
-                "agent %s (model: %s; tools: %s)",
-                name,
-                _describe(executor.model),
-                ", ".join(executor.tools) or "none",
-            )
+            logger.info("%s", _describe_served(name, executor, config))
     else:
         logger.info(
-            "agent-executor listening on %s (model: %s; tools: %s)",
+            "agent-executor listening on %s (model: %s; tools: %s%s)",
             where,
             _describe(agents.model),
             ", ".join(agents.tools) or "none",
+            _retrieval(config.retrieval),
         )
     for line in _protections(service, config):
         logger.info("%s", line)
@@ -100,7 +93,8 @@ def _protections(service: Service, config: ServeConfig) -> list[str]:
 
 
 def _spend(service: Service, config: ServeConfig) -> str:
-    """The user budget and the per-run limits, in one line."""
+    """The user budget, the per-run limits and, with ``--prices``, where prices come from, in
+    one line."""
     budget = service.parts.budget
     if budget is None:
         line = "user budget: off (give --user-budget AMOUNT/PERIOD)"
@@ -117,13 +111,67 @@ def _spend(service: Service, config: ServeConfig) -> str:
     ]
     if config.max_cost_usd is not None:
         run.append(f"${config.max_cost_usd:g}")
-    return f"{line}; per run: {', '.join(run) if run else 'no limit'}"
+    return f"{line}; per run: {', '.join(run) if run else 'no limit'}{_prices(config)}"
+
+
+def _prices(config: ServeConfig) -> str:
+    """Where prices come from, when ``--prices`` is given (an empty table is easy to give by
+    mistake and silently leaves every price to litellm)."""
+    prices = config.prices
+    if prices is None:
+        return ""
+    count = len(prices.models)
+    if not count:
+        return "; prices: none of your own (--prices is empty), litellm's cost map only"
+    models = f"{count} model{'' if count == 1 else 's'}"
+    return f"; prices: {models} from --prices, then litellm's cost map"
 
 
 def _redacted(url: str) -> str:
     """``url`` without its password."""
     parsed = URL(url)
     return str(parsed.with_password("***")) if parsed.password else url
+
+
+_KINDS = (("agent", "agents"), ("group", "groups"), ("flow", "flows"))
+
+
+def _counted(served: Mapping[str, AgentExecutor]) -> str:
+    """``6 agents, 1 group and 1 flow``: what is served, counted by kind."""
+    counts = dict.fromkeys(("agent", "group", "flow"), 0)
+    for executor in served.values():
+        counts[_kind(executor)] += 1
+    parts = [
+        f"{counts[one]} {one if counts[one] == 1 else many}"
+        for one, many in _KINDS
+        if counts[one] or one == "agent"
+    ]
+    return " and ".join(parts) if len(parts) < 3 else f"{parts[0]}, {parts[1]} and {parts[2]}"
+
+
+def _kind(executor: AgentExecutor) -> str:
+    if isinstance(executor, AgentGroup):
+        return "group"
+    return "flow" if isinstance(executor, Flow) else "agent"
+
+
+def _describe_served(name: str, executor: AgentExecutor, config: ServeConfig) -> str:
+    """The start-up line of one agent, group or flow of the router."""
+    if isinstance(executor, AgentGroup):
+        return f"group {name} ({_describe_group(executor)})"
+    if isinstance(executor, Flow):
+        return f"flow {name} (start: {executor.start}; nodes: {', '.join(executor.nodes)})"
+    folder = config.retrieval
+    if config.agents is not None and name in config.agents.agents:
+        folder = config.agents.agents[name].retrieval_folder(config.retrieval)
+    return (
+        f"agent {name} (model: {_describe(executor.model)}; tools: "
+        f"{', '.join(executor.tools) or 'none'}{_retrieval(folder)})"
+    )
+
+
+def _retrieval(folder: str | None) -> str:
+    return f"; retrieval: {folder}" if folder else ""
 
 
 def _describe_group(group: AgentGroup) -> str:

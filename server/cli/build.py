@@ -2,7 +2,8 @@
 
 One agent, or those of an ``--agents`` file behind an :class:`AgentRouter`. With no model
 configured they run on the offline ``DemoModel``; without tools the single agent gets the demo
-tools. MCP servers' tools need a running event loop: :func:`build_service_with_mcp`.
+tools; with ``--retrieval`` (or an agent's ``retrieval``) an agent gets passages of a folder.
+MCP servers' tools need a running event loop: :func:`build_service_with_mcp`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from agent_executor import (
     AgentRouter,
     ChatModel,
     ConfigurationError,
+    DemoModel,
     ModelRouter,
     handoff,
 )
@@ -28,13 +30,14 @@ from agent_executor.orchestration import (
     HandoffStrategy,
     HybridHandoff,
 )
+from agent_executor.retrieval import RetrievalHook
 from agent_executor.tools import Tool
 from agent_executor.tools.demo import DEMO_TOOLS
 
 from ..app import create_app
 from ..runs import RunRelay
 from ..settings import Settings
-from .agents_file import AgentsFile, GroupSpec
+from .agents_file import AgentsFile, AgentSpec, GroupSpec, ModeratorSpec
 from .config import ServeConfig
 from .errors import CliError
 from .flows_file import build_flows
@@ -78,7 +81,10 @@ async def build_service_with_mcp(config: ServeConfig, mcp: MCPConfig) -> Service
     from agent_executor.tools.mcp import MCPToolset
 
     own = _OwnTools.load(config)
-    toolset = await MCPToolset.start(mcp, reserved_names=sorted(own.reserved))
+    try:
+        toolset = await MCPToolset.start(mcp, reserved_names=sorted(own.reserved))
+    except ConfigurationError as exc:  # a server that does not start, clashing tool names
+        raise CliError(f"--mcp {config.mcp_config}: {exc}") from None
     try:
         service = _assemble(config, config.settings(), own, toolset.tools)
     except BaseException:
@@ -125,7 +131,9 @@ def _assemble(
         tools = [*(own.single or ()), *mcp_tools]
         if own.single is None and not config.mcp_config:
             tools = list(DEMO_TOOLS)
-        agents = _executor(config, shared, chat_model(config), tools)
+        model = chat_model(config, where=config.model_source)
+        retrieval = shared.retrieval(config.retrieval, "--retrieval")
+        agents = _executor(config, shared, model, tools, retrieval=retrieval)
     if config.flows is not None:
         agents = _with_flows(config, shared, agents, own, mcp_tools)
     app = create_app(agents, settings, budget=shared.budget, relay=_run_relay(config))
@@ -199,14 +207,15 @@ def _executor(
     name: str | None = None,
     system_prompt: str | None = None,
     description: str = "",
+    retrieval: RetrievalHook | None = None,
 ) -> AgentExecutor:
-    """One agent (``name``: one of ``--agents``) with the configured limits and the shared
-    parts."""
+    """One agent (``name``: one of ``--agents``) with the configured limits, the shared
+    parts and its ``retrieval``."""
     return AgentExecutor(
         model=model,
         tools=tools,
         guards=shared.guards,
-        hooks=shared.hooks,
+        hooks=[*shared.hooks, *([retrieval] if retrieval is not None else [])],
         output_guard=shared.output_guard,
         system_prompt=config.system_prompt if system_prompt is None else system_prompt,
         max_concurrency=config.max_concurrency,
@@ -238,21 +247,8 @@ def _agent_router(
     the groups, served by name beside the agents."""
     executors: dict[str, AgentExecutor] = {}
     for name, agent in agents_file.agents.items():
-        what = f"agent {name!r}"
-        model = chat_model(config, agent.model, agent.api_base, agent.api_key)
-        tools = [*own_tools[name], *(mcp_tools if agent.mcp else ())]
-        try:
-            executors[name] = _executor(
-                config,
-                shared,
-                model,
-                tools,
-                name=name,
-                system_prompt=agent.system_prompt,
-                description=agent.description,
-            )
-        except ConfigurationError as exc:
-            raise CliError(f"{what}: {exc}") from None
+        what = f"{agents_file.origin('agents', name)}: agent {name!r}"
+        executors[name] = _file_agent(config, shared, what, name, agent, own_tools[name], mcp_tools)
     for name, agent in agents_file.agents.items():
         wired = [
             *(handoff(executors[other]) for other in agent.handoffs),
@@ -262,41 +258,90 @@ def _agent_router(
             try:
                 executors[name].add_tools(*wired)
             except ConfigurationError as exc:
-                raise CliError(f"agent {name!r}: {exc}") from None
+                where = agents_file.origin("agents", name)
+                raise CliError(f"{where}: agent {name!r}: {exc}") from None
     served: dict[str, AgentExecutor] = dict(executors)
     for name, group in agents_file.groups.items():
-        served[name] = _group(config, shared, name, group, executors)
+        what = f"{agents_file.origin('groups', name)}: group {name!r}"
+        served[name] = _group(config, shared, what, name, group, executors)
     router, timeout = None, 10.0
     if agents_file.router is not None:
         spec = agents_file.router
+        where = f"{agents_file.origin('router')}: router"
         router = ModelRouter(
-            chat_model(config, spec.model, spec.api_base, spec.api_key, temperature=False)
+            chat_model(
+                config, spec.model, spec.api_base, spec.api_key, temperature=False, where=where
+            ),
+            prices=config.prices,
+            hooks=shared.hooks,
         )
         timeout = spec.timeout
     return AgentRouter(served, default=agents_file.default, router=router, route_timeout=timeout)
 
 
+def _file_agent(
+    config: ServeConfig,
+    shared: SharedParts,
+    what: str,
+    name: str,
+    agent: AgentSpec,
+    own_tools: Sequence[Tool],
+    mcp_tools: Sequence[Tool],
+) -> AgentExecutor:
+    """An agent of the file (``what``: where it is, for errors); the model, key or retrieval
+    folder it takes from the flags is reported as theirs."""
+    own_model = agent.model or agent.api_base or agent.api_key
+    model = chat_model(
+        config,
+        agent.model,
+        agent.api_base,
+        agent.api_key,
+        where=what if own_model else config.model_source,
+    )
+    folder = agent.retrieval_folder(config.retrieval)
+    retrieval = shared.retrieval(folder, f"{what}: retrieval" if agent.retrieval else "--retrieval")
+    try:
+        return _executor(
+            config,
+            shared,
+            model,
+            [*own_tools, *(mcp_tools if agent.mcp else ())],
+            name=name,
+            system_prompt=agent.system_prompt,
+            description=agent.description,
+            retrieval=retrieval,
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"{what}: {exc}") from None
+
+
 def _group(
     config: ServeConfig,
     shared: SharedParts,
+    what: str,
     name: str,
     spec: GroupSpec,
     executors: Mapping[str, AgentExecutor],
 ) -> AgentGroup:
-    """A group of the file: its agents' executors, its strategy (the moderator on the flags'
-    model unless it names one), the service's guards, memory and limits."""
+    """A group of the file (``what``: where it is, for errors): its agents' executors, its
+    strategy (the moderator on the flags' model unless it names one), the service's guards,
+    memory and limits."""
     strategy: HandoffStrategy
     if spec.strategy == "direct":
         strategy = DirectHandoff(cycle=spec.cycle)
     else:
-        moderator = spec.moderator
+        moderator = spec.moderator or ModeratorSpec()
+        own_model = moderator.model or moderator.api_base or moderator.api_key
         model = chat_model(
             config,
-            moderator.model if moderator else None,
-            moderator.api_base if moderator else None,
-            moderator.api_key if moderator else None,
+            moderator.model,
+            moderator.api_base,
+            moderator.api_key,
             temperature=False,
+            where=f"{what}: moderator" if own_model else config.model_source,
         )
+        if isinstance(model, DemoModel):
+            raise CliError(_demo_moderator(what, spec.strategy))
         strategy = (
             AutoHandoff(model, prices=config.prices, hooks=shared.hooks)
             if spec.strategy == "auto"
@@ -317,4 +362,15 @@ def _group(
             request_timeout=config.request_timeout,
         )
     except ConfigurationError as exc:
-        raise CliError(f"group {name!r}: {exc}") from None
+        raise CliError(f"{what}: {exc}") from None
+
+
+def _demo_moderator(what: str, strategy: str) -> str:
+    """Why a group whose moderator is the demo model is refused: the demo model answers in
+    prose, never the JSON plan a moderator owes, so every request would end ``invalid_plan``."""
+    return (
+        f"{what}: the {strategy} strategy's moderator is the demo model, which cannot write "
+        "the JSON plans a moderator must (every request would fail with invalid_plan); give "
+        'the group "moderator": {"model": "provider/model"}, serve a real --model, or use '
+        '"strategy": "direct"'
+    )

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from agent_executor import ConfigurationError
+from agent_executor import ConfigurationError, InputValidationGuard
 from agent_executor.models import ModelClient
 from agent_executor.spend import PriceTable
 
@@ -23,7 +23,15 @@ from .agents_file import AgentsFile, load_agents_file
 from .errors import CliError
 from .flows_file import FlowsFile, load_flows_file
 
-__all__ = ["GC_THRESHOLD", "Environ", "ServeConfig", "read_api_keys", "split_list"]
+__all__ = [
+    "GC_THRESHOLD",
+    "MAX_BODY_BYTES",
+    "MAX_MESSAGE_CHARS",
+    "Environ",
+    "ServeConfig",
+    "read_api_keys",
+    "split_list",
+]
 
 Environ = Mapping[str, str]
 """Environment variables."""
@@ -31,6 +39,12 @@ LogFormat = Literal["text", "json"]
 
 GC_THRESHOLD = 10_000
 """Allocations between young-generation collections in the service (Python's default: 700)."""
+
+MAX_BODY_BYTES: int = Settings.model_fields["max_body_bytes"].default
+"""The largest request body the service reads (``--max-body-bytes``; 1 MiB)."""
+
+MAX_MESSAGE_CHARS: int = InputValidationGuard().max_chars
+"""Characters a run's input may hold in all (``--max-message-chars``; the guard's default)."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +65,10 @@ class ServeConfig:
     api_keys: Mapping[str, str] = field(default_factory=dict)  # --api-keys-file, AGENT_API_KEYS
     cors_origins: tuple[str, ...] = ()  # --cors-origins
     trusted_proxies: tuple[str, ...] = ()  # --trusted-proxies
+    max_body_bytes: int = MAX_BODY_BYTES  # --max-body-bytes
     # The model.
     model: str = "demo"  # --model, LLM_MODEL
+    model_source: str = "--model"  # where ``model`` came from: --model or LLM_MODEL
     api_base: str | None = None  # --api-base, LLM_BASE_URL
     api_key: str | None = None  # --api-key, --api-key-file, LLM_API_KEY
     model_client: ModelClient = "auto"  # --model-client
@@ -67,11 +83,13 @@ class ServeConfig:
     request_timeout: float = 300.0  # --request-timeout
     max_tool_calls: int = 20  # --max-tool-calls
     reasoning_events: bool = True  # --no-reasoning-events
+    retrieval: str | None = None  # --retrieval (a folder)
     # The guards.
     rate_limit: str | None = None  # --rate-limit
     rate_limit_burst: int | None = None  # --rate-limit-burst
     injection_guard: bool = True  # --no-injection-guard
     output_guard: bool = False  # --output-guard
+    max_message_chars: int = MAX_MESSAGE_CHARS  # --max-message-chars
     # Spend.
     user_budget: str | None = None  # --user-budget
     prices: PriceTable | None = None  # --prices (the file, read)
@@ -107,7 +125,9 @@ class ServeConfig:
             api_keys=read_api_keys(args.api_keys_file, env.get("AGENT_API_KEYS") or None),
             cors_origins=split_list(args.cors_origins),
             trusted_proxies=split_list(args.trusted_proxies),
+            max_body_bytes=args.max_body_bytes,
             model=args.model or env.get("LLM_MODEL") or cls.model,
+            model_source="LLM_MODEL" if not args.model and env.get("LLM_MODEL") else "--model",
             api_base=args.api_base or env.get("LLM_BASE_URL"),
             api_key=args.api_key or _read_secret(args.api_key_file) or env.get("LLM_API_KEY"),
             model_client=args.model_client,
@@ -121,10 +141,12 @@ class ServeConfig:
             request_timeout=args.request_timeout,
             max_tool_calls=args.max_tool_calls,
             reasoning_events=not args.no_reasoning_events,
+            retrieval=args.retrieval,
             rate_limit=args.rate_limit,
             rate_limit_burst=args.rate_limit_burst,
             injection_guard=not args.no_injection_guard,
             output_guard=args.output_guard,
+            max_message_chars=args.max_message_chars,
             user_budget=args.user_budget,
             prices=_prices(args.prices),
             max_input_tokens=args.max_input_tokens,
@@ -155,6 +177,7 @@ class ServeConfig:
                 shutdown_grace_seconds=self.shutdown_grace_seconds,
                 reattach_grace_seconds=self.reattach_grace_seconds,
                 replay_window_seconds=self.replay_window_seconds,
+                max_body_bytes=self.max_body_bytes,
                 operator_users=self.operator_users,
             )
         except ValidationError as exc:
@@ -178,7 +201,7 @@ def read_api_keys(path: str | None, inline: str | None) -> dict[str, str]:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise CliError(f"cannot read the API keys file: {exc}") from exc
+            raise CliError(f"{source}: cannot read it: {exc.strerror or exc}") from None
     elif inline is not None:
         source, text = "AGENT_API_KEYS", inline
     else:
@@ -191,7 +214,7 @@ def read_api_keys(path: str | None, inline: str | None) -> dict[str, str]:
             continue
         user, sep, key = line.partition("=")
         if not sep or not user.strip() or not key.strip():
-            raise CliError(f"API keys line {number}: expected user_id=key")
+            raise CliError(f"{source}: line {number}: expected user_id=key")
         key = key.strip()
         if key in keys:
             raise CliError(
@@ -218,6 +241,8 @@ _POSITIVE = (
     ("--max-input-tokens", "max_input_tokens"),
     ("--max-output-tokens", "max_output_tokens"),
     ("--max-cost-usd", "max_cost_usd"),
+    ("--max-body-bytes", "max_body_bytes"),
+    ("--max-message-chars", "max_message_chars"),
 )
 _NOT_NEGATIVE = (
     ("--shutdown-grace", "shutdown_grace"),
@@ -252,6 +277,7 @@ _FLAGS = {
     "cors_origins": "--cors-origins",
     "trusted_proxies": "--trusted-proxies",
     "api_keys": "--api-keys-file",
+    "max_body_bytes": "--max-body-bytes",
 }
 """The flag of each :class:`Settings` field a flag sets."""
 
@@ -283,10 +309,14 @@ def _read_secret(path: str | None) -> str | None:
 
 
 def _prices(path: str | None) -> PriceTable | None:
-    """The price table of ``--prices`` (read at start-up, so a bad file stops it)."""
+    """The price table of ``--prices`` (read at start-up, so a bad file stops it): a file, or
+    the JSON object itself when the value starts with ``{`` (``--prices '{}'``: no prices of
+    your own)."""
     if path is None:
         return None
     try:
+        if path.lstrip().startswith("{"):
+            return PriceTable.from_json(path, source="the JSON given")
         return PriceTable.from_file(path)
     except ConfigurationError as exc:
         raise CliError(f"--prices: {exc}") from None
@@ -296,7 +326,7 @@ def _int(env: Environ, name: str, default: int) -> int:
     try:
         return int(env.get(name) or default)
     except ValueError:
-        raise CliError(f"{name} must be a whole number") from None
+        raise CliError(f"{name} must be a whole number, not {env.get(name)!r}") from None
 
 
 def _temperature(env: Environ) -> float | None:
@@ -305,4 +335,6 @@ def _temperature(env: Environ) -> float | None:
     try:
         return float(env["LLM_TEMPERATURE"])
     except ValueError:
-        raise CliError("LLM_TEMPERATURE must be a number") from None
+        raise CliError(
+            f"LLM_TEMPERATURE must be a number, not {env['LLM_TEMPERATURE']!r}"
+        ) from None

@@ -1,5 +1,6 @@
 """The ``--flows`` file: named flows served next to the agents (JSON, or YAML for ``.yaml`` /
-``.yml`` files, read with PyYAML when it is installed).
+``.yml`` files, read with PyYAML when it is installed; problems are reported with the flag, the
+file and, for YAML, the line).
 
 Nodes name an agent of ``--agents`` (``default`` for the single agent), a model (as
 ``--model`` does), a tool of the ``--tools`` modules, or a filter (``contains``, ``equals``
@@ -8,10 +9,8 @@ or ``regex`` on the text); edges and settings connect them (see ``docs/orchestra
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
@@ -38,8 +37,8 @@ from agent_executor import (
 )
 from agent_executor.orchestration import Node
 
-from ..schemas import describe_validation_error
 from .errors import CliError
+from .files import Document, read_document
 
 __all__ = ["FlowSpec", "FlowsFile", "build_flows", "load_flows_file"]
 
@@ -138,6 +137,7 @@ class FlowsFile(BaseModel):
 
     flows: dict[str, FlowSpec] = Field(min_length=1)
     _path: str = PrivateAttr(default="")
+    _document: Document = PrivateAttr(default_factory=lambda: Document(None))
 
     @field_validator("flows")
     @classmethod
@@ -154,40 +154,26 @@ class FlowsFile(BaseModel):
         """The file it was read from."""
         return self._path
 
+    def origin(self, *loc: str) -> str:
+        """Where an entry of the file is: ``--flows FILE``, and for a YAML file the line of
+        ``loc`` (``origin("flows", "support")``: ``--flows flows.yaml: line 3``)."""
+        line = self._document.line_of(loc)
+        return f"--flows {self._path}" + (f": line {line}" if line else "")
+
 
 def load_flows_file(path: str) -> FlowsFile:
-    """The validated ``--flows`` file (:class:`CliError` naming the flag, file and problem)."""
+    """The validated ``--flows`` file (:class:`CliError` naming the flag, the file, the line
+    where known, and the problem)."""
     what = f"--flows {path}"
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"{what}: cannot read it: {exc.strerror or exc}") from None
-    data = _parse(text, path, what)
-    if not isinstance(data, dict):
+    document = read_document(path, what)
+    if not isinstance(document.data, dict):
         raise CliError(f"{what}: expected an object with a 'flows' object")
     try:
-        flows = FlowsFile.model_validate(data)
+        flows = FlowsFile.model_validate(document.data)
     except ValidationError as exc:
-        raise CliError(f"{what}: {describe_validation_error(exc)}") from None
-    flows._path = path
+        raise CliError(f"{what}: {document.problems(exc)}") from None
+    flows._path, flows._document = path, document
     return flows
-
-
-def _parse(text: str, path: str, what: str) -> Any:
-    if not path.endswith((".yaml", ".yml")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CliError(f"{what}: not valid JSON: {exc}") from None
-    try:
-        import yaml
-    except ImportError:
-        raise CliError(f"{what}: a YAML file needs PyYAML: pip install pyyaml") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = " ".join(str(exc).split())
-        raise CliError(f"{what}: not valid YAML: {problem}") from None
 
 
 def build_flows(
@@ -202,12 +188,19 @@ def build_flows(
     description). :class:`CliError` for an unknown name or a graph that does not hold."""
     built: dict[str, Flow] = {}
     for name, spec in flows.flows.items():
-        what = f"--flows {flows.path}: flow {name!r}"
+        what = f"{flows.origin('flows', name)}: flow {name!r}"
         if name in agents:
             raise CliError(f"{what}: an agent has that name; flows and agents share names")
         nodes = [
-            _node(what, node, node_spec, agents, tools, model)
-            for node, node_spec in (spec.nodes.items())
+            _node(
+                f"{flows.origin('flows', name, 'nodes', node)}: flow {name!r}",
+                node,
+                node_spec,
+                agents,
+                tools,
+                model,
+            )
+            for node, node_spec in spec.nodes.items()
         ]
         try:
             built[name] = Flow(
@@ -219,7 +212,8 @@ def build_flows(
                 **options(name, spec.description),
             )
         except ConfigurationError as exc:
-            raise CliError(f"{what}: {exc}") from None
+            problem = str(exc).removeprefix(f"flow {name!r}: ")  # named once, in `what`
+            raise CliError(f"{what}: {problem}") from None
     return built
 
 
@@ -247,9 +241,13 @@ def _node(
         return ToolNode(name, tools[spec.tool])
     if spec.filter is not None:
         return FilterNode(name, spec.filter.predicate())
+    try:
+        chat_model = model(spec.model or "")
+    except CliError as exc:  # an unknown model, a missing key
+        raise CliError(f"{what}: node {name!r}: {exc}") from None
     return ModelNode(
         name,
-        model(spec.model or ""),
+        chat_model,
         prompt="{input}" if spec.prompt is None else spec.prompt,
         system_prompt=spec.system_prompt,
     )

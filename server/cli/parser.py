@@ -5,16 +5,21 @@ One function per group of flags; the defaults are :class:`ServeConfig`'s, and th
 variables are read by :meth:`ServeConfig.from_args`, not here. ``mcp`` takes every flag of
 ``serve`` but those of the HTTP service, which it refuses as unknown (no address to bind, no
 API keys to check: the client starts the process and talks to it alone).
+
+A flag that cannot be read is one line on stderr, ``agent-executor: --port: expected a whole
+number, not 'abc'``, and exit status 2, as every start-up refusal is (not argparse's usage).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
+from typing import NoReturn
 
 from agent_executor import __version__
 
-from .config import GC_THRESHOLD, ServeConfig
+from .config import GC_THRESHOLD, MAX_BODY_BYTES, ServeConfig
 
 __all__ = ["build_parser"]
 
@@ -33,15 +38,43 @@ _HTTP_ONLY = {
     "api_keys_file": None,
     "cors_origins": None,
     "trusted_proxies": None,
+    "max_body_bytes": MAX_BODY_BYTES,
 }
 """What ``mcp`` leaves the HTTP service's flags at (it does not take them)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a flag it cannot read is one line naming the flag (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        # The command's flags are read by the command's parser, but flags it does not take
+        # are reported by the top one, which no longer knows the command.
+        see = f"{self.prog} --help"
+        if message.startswith("unrecognized arguments"):
+            see = f"{self.prog} serve --help or {self.prog} mcp --help"
+        self.exit(2, f"agent-executor: {_one_line(message)} (see {see})\n")
+
+
+_TYPE_NAMES = {"int": "a whole number", "float": "a number"}
+
+
+def _one_line(message: str) -> str:
+    """argparse's message in the words of the other start-up refusals: the flag first."""
+    message = " ".join(message.split()).removeprefix("argument ")
+    if message.startswith("command: invalid choice: "):
+        return "unknown command " + message.removeprefix("command: invalid choice: ")
+    if message == "the following arguments are required: command":
+        return "give a command: serve or mcp"
+    invalid = re.fullmatch(r"(\S+): invalid (\w+) value: (.*)", message)
+    if invalid and invalid.group(2) in _TYPE_NAMES:
+        flag, kind, value = invalid.groups()
+        return f"{flag}: expected {_TYPE_NAMES[kind]}, not {value}"
+    return message.replace(": expected one argument", ": expected a value")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``agent-executor`` parser and its ``serve`` and ``mcp`` commands."""
-    parser = argparse.ArgumentParser(
-        prog="agent-executor", description="Run LLM agents as a streaming service."
-    )
+    parser = _Parser(prog="agent-executor", description="Run LLM agents as a streaming service.")
     parser.add_argument("--version", action="version", version=f"agent-executor {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the HTTP service")
@@ -72,6 +105,13 @@ def _agent_service_flags(command: argparse.ArgumentParser) -> None:
 def _service_flags(add: _Add) -> None:
     add("--host", help=f"address to listen on (env HOST; default {_DEFAULT.host})")
     add("--port", type=int, help=f"port to listen on (env PORT; default {_DEFAULT.port})")
+    add(
+        "--max-body-bytes",
+        type=int,
+        metavar="BYTES",
+        default=_DEFAULT.max_body_bytes,
+        help="largest request body read; a larger one is answered 413 (default %(default)d)",
+    )
     add(
         "--api-keys-file",
         metavar="FILE",
@@ -151,14 +191,22 @@ def _agent_flags(add: _Add) -> None:
     add(
         "--agents",
         metavar="AGENTS.json",
-        help="several named agents (own system prompt, tools, model) and an optional router "
-        "picking one per request; the other flags are their defaults (see docs/tools.md)",
+        help="several named agents (own system prompt, tools, model, retrieval folder), their "
+        "handoffs, agents as tools and groups, and an optional router picking one per request; "
+        "the other flags are their defaults; JSON, or YAML for .yaml/.yml "
+        "(see docs/orchestration.md)",
     )
     add(
         "--flows",
         metavar="FLOWS.json",
         help="flows (agents, model calls, tools and filters joined by edges) served by name "
         "next to the agents; JSON, or YAML for .yaml/.yml (see docs/orchestration.md)",
+    )
+    add(
+        "--retrieval",
+        metavar="DIR",
+        help="give the agents passages of the Markdown and text files under DIR, found with a "
+        "BM25 index built at start-up (needs the [retrieval] extra; see docs/retrieval.md)",
     )
     add("--system-prompt", help="default system prompt")
     limits = (
@@ -183,6 +231,14 @@ def _guard_flags(add: _Add) -> None:
         "to back, refilled at N per PERIOD",
     )
     add("--rate-limit-burst", type=int, help="requests allowed back to back (default: N)")
+    add(
+        "--max-message-chars",
+        type=int,
+        metavar="CHARS",
+        default=_DEFAULT.max_message_chars,
+        help="characters a request's input may hold in all (prompt, system prompt and "
+        "messages); more is refused with invalid_input (default %(default)d)",
+    )
     add("--no-injection-guard", action="store_true", help="do not check prompts for injection")
     add(
         "--output-guard",

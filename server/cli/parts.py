@@ -1,10 +1,13 @@
 """What the agents of ``serve`` are made of: their models, and the parts every agent of the
-process shares (guards, stores, the approval secret, history compression)."""
+process shares (guards, stores, the approval secret, history compression, retrieval indexes)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from dataclasses import dataclass
+import importlib
+import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_executor import (
@@ -24,13 +27,19 @@ from agent_executor.guards import OutputGuard, RateLimitGuard, RateLimitStorage
 from agent_executor.hooks import Hook
 from agent_executor.memory import InMemoryConversationStore
 from agent_executor.models import resolve_model
+from agent_executor.retrieval import BM25Retriever, Passage, RetrievalHook, load_folder
 from agent_executor.spend import BudgetStore, UserBudget
 
 from .config import ServeConfig
 from .credentials import check_credentials
 from .errors import CliError
 
-__all__ = ["SharedParts", "chat_model", "shared_parts"]
+__all__ = ["RETRIEVAL_GLOBS", "SharedParts", "chat_model", "shared_parts"]
+
+logger = logging.getLogger("server")
+
+RETRIEVAL_GLOBS = ("**/*.md", "**/*.txt")
+"""The files of a ``--retrieval`` folder that are indexed."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ class SharedParts:
     history_max_tokens: int | None
     history_keep_tokens: int
     summariser: ChatModel | None
+    indexes: dict[str, BM25Retriever] = field(default_factory=dict)
+    """The retrieval indexes built so far, by folder (agents naming one folder share it)."""
 
     def memory(self, agent: str | None) -> ConversationStore:
         """The conversation store of one agent (``None``: the only one)."""
@@ -79,6 +90,48 @@ class SharedParts:
             )
         except ConfigurationError as exc:
             raise CliError(f"--history-max-tokens / --history-keep-tokens: {exc}") from None
+
+    def retrieval(self, folder: str | None, where: str) -> RetrievalHook | None:
+        """The hook giving an agent passages of ``folder`` (``None``: no retrieval), from a
+        BM25 index built at start-up (once per folder); ``where`` names the setting in
+        errors (``--retrieval``, or the agents file and agent)."""
+        if folder is None:
+            return None
+        if folder not in self.indexes:
+            self.indexes[folder] = _index(folder, where)
+        return RetrievalHook(self.indexes[folder])
+
+
+def _index(folder: str, where: str) -> BM25Retriever:
+    """A BM25 index of the Markdown and text files under ``folder``."""
+    try:
+        passages: list[Passage] = []
+        for glob in RETRIEVAL_GLOBS:
+            passages += load_folder(folder, glob=glob)
+    except FileNotFoundError:
+        raise CliError(f"{where}: no such folder: {folder}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CliError(f"{where}: cannot index {folder}: {exc}") from None
+    if not passages:
+        raise CliError(f"{where}: no .md or .txt files under {folder}")
+    with contextlib.suppress(ImportError):  # the constructor names the missing extra
+        importlib.import_module("bm25s")
+        # bm25s sets its logger to DEBUG when imported: its progress would fill the log
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+    try:
+        index = BM25Retriever(passages)
+    except MissingExtraError:
+        raise CliError(
+            f"{where} needs the retrieval extra: pip install 'agent-executor[retrieval]'"
+        ) from None
+    files = len({passage.metadata.get("path") for passage in passages})
+    logger.info(
+        "retrieval: %s indexed (%s of %s)",
+        folder,
+        _counted(len(passages), "passage"),
+        _counted(files, "file"),
+    )
+    return index
 
 
 def shared_parts(config: ServeConfig) -> SharedParts:
@@ -116,15 +169,25 @@ def shared_parts(config: ServeConfig) -> SharedParts:
             if config.history_keep_tokens is None
             else config.history_keep_tokens
         ),
-        summariser=chat_model(config, config.summary_model) if config.summary_model else None,
+        summariser=(
+            chat_model(config, config.summary_model, where="--summary-model")
+            if config.summary_model
+            else None
+        ),
     )
     if url is not None and secret is None:
         try:
             secret = shared_redis.shared_secret(url)
         except StoreUnavailable as exc:
-            raise CliError(f"{exc} (it holds the approval secret the replicas share)") from None
+            raise CliError(
+                f"--redis-url: {exc} (it holds the approval secret the replicas share)"
+            ) from None
         shared = dataclasses.replace(shared, approval_secret=secret)
     return shared
+
+
+def _counted(number: int, what: str) -> str:
+    return f"{number} {what}" if number == 1 else f"{number} {what}s"
 
 
 def chat_model(
@@ -134,9 +197,11 @@ def chat_model(
     api_key: str | None = None,
     *,
     temperature: bool = True,
+    where: str | None = None,
 ) -> ChatModel:
     """The model of the configuration; ``name``, ``api_base``, ``api_key`` override it (an
-    agent or the router of ``--agents``). ``temperature``: apply LLM_TEMPERATURE."""
+    agent or the router of ``--agents``). ``temperature``: apply LLM_TEMPERATURE. ``where``
+    starts the error of a model that cannot be used (the flag, or the file and entry)."""
     name = name or config.model
     api_base, api_key = api_base or config.api_base, api_key or config.api_key
     params: dict[str, Any] = {}
@@ -150,11 +215,11 @@ def chat_model(
             client=config.model_client,
             **({} if name == "demo" else params),
         )
-    except ConfigurationError as exc:
-        raise CliError(str(exc)) from None
-    if isinstance(model, LiteLLMModel):
-        model.preload()  # import litellm now (seconds), not on the first request
-    check_credentials(model, api_base, api_key)
+        if isinstance(model, LiteLLMModel):
+            model.preload()  # import litellm now (seconds), not on the first request
+        check_credentials(model, api_base, api_key)
+    except (CliError, ConfigurationError) as exc:
+        raise CliError(f"{where}: {exc}" if where else str(exc)) from None
     return model
 
 
@@ -184,10 +249,10 @@ def _guards(
                 )
             )
         except ConfigurationError as exc:
-            raise CliError(str(exc)) from None
+            raise CliError(f"--rate-limit: {exc}") from None
     if budget is not None:
         guards.append(budget)
-    guards.append(InputValidationGuard())
+    guards.append(InputValidationGuard(max_chars=config.max_message_chars))
     if config.injection_guard:
         guards.append(InjectionGuard())
     return guards

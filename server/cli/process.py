@@ -19,6 +19,7 @@ from agent_executor import ConfigurationError
 from agent_executor.errors import MissingExtraError
 from agent_executor.observability import JsonLogFormatter
 
+from ..app import begin_shutdown
 from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
@@ -77,13 +78,20 @@ def _stdio_runner() -> _Runner:
 async def _serve(service: Service | Awaitable[Service], config: ServeConfig) -> None:
     """Serve until SIGTERM or SIGINT, saying where only once the address is bound (so the
     line names the real port of ``--port 0``); an address that cannot be bound is a
-    :class:`CliError` (one line, no traceback). On the signal, running streams get
-    ``--shutdown-grace`` seconds to finish before the app's cleanup."""
+    :class:`CliError` (one line, no traceback).
+
+    On the signal the service shuts down the way a load balancer expects: at once, readiness
+    answers 503 and new runs are refused with 503 (:func:`begin_shutdown`); the listener
+    stays open while running streams get ``--shutdown-grace`` seconds to finish (the app's
+    shutdown); only then does it close, and the app is cleaned up. A second signal stops the
+    process at once.
+    """
     if not isinstance(service, Service):
         service = await service
     settings = service.settings
-    runner = web.AppRunner(
-        service.app,
+    app = service.app
+    runner = _DrainingRunner(
+        app,
         handler_cancellation=True,
         shutdown_timeout=settings.shutdown_grace_seconds + 5,
     )
@@ -101,22 +109,62 @@ async def _serve(service: Service | Awaitable[Service], config: ServeConfig) -> 
             where = f"{settings.host}:{settings.port}"
             raise CliError(f"cannot listen on {where}: {exc.strerror or exc}") from None
         announce(service, config, runner.addresses)
-        await _signalled()
+        signum = await _signalled(lambda: begin_shutdown(app))
+        logger.info(
+            "%s: shutting down (not ready, new runs refused; up to %g s for running streams)",
+            signum.name,
+            settings.shutdown_grace_seconds,
+        )
+        await runner.shutdown()
     finally:
         await runner.cleanup()
 
 
-async def _signalled() -> None:
-    """Return on SIGTERM or SIGINT."""
+class _DrainingRunner(web.AppRunner):
+    """An ``AppRunner`` whose app shutdown runs while the listener is still open.
+
+    aiohttp's ``cleanup`` closes the listener first and then shuts the app down (its
+    ``on_shutdown``: the grace period of the streams and MCP calls), so a load balancer would
+    meet refused connections for the whole grace. Here :meth:`shutdown` is awaited first, and
+    ``cleanup`` does not run it again.
+    """
+
+    __slots__ = ("_shut_down",)
+
+    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._shut_down = False
+
+    async def shutdown(self) -> None:
+        """The app's shutdown, once."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        await super().shutdown()
+
+
+async def _signalled(on_signal: Callable[[], None]) -> signal.Signals:
+    """Return the signal on SIGTERM or SIGINT, after calling ``on_signal`` at once (from the
+    signal's callback). The handlers are removed then: another signal has its default effect.
+    """
+    received: list[signal.Signals] = []
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def handle(signum: signal.Signals) -> None:
+        if not received:
+            received.append(signum)
+            on_signal()
+        stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, handle, signum)
     try:
         await stop.wait()
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+    return received[0]
 
 
 def _mcp_config(path: str) -> MCPConfig:

@@ -20,23 +20,29 @@ from .errors import CliError
 __all__ = ["agent_tools", "load_tools"]
 
 
-def load_tools(modules: Iterable[str]) -> list[Tool]:
-    """Every :class:`Tool` defined in the named modules (or ``.py`` files)."""
+def load_tools(modules: Iterable[str], *, where: str = "--tools") -> list[Tool]:
+    """Every :class:`Tool` defined in the named modules (or ``.py`` files); a module that
+    cannot be imported or has no tools is a :class:`CliError` starting with ``where`` (the
+    flag, or the agents file and agent)."""
     tools: list[Tool] = []
     for name in (part.strip() for part in modules):
         if not name:
             continue
-        module = _import(name)
+        try:
+            module = _import(name)
+        except CliError as exc:
+            raise CliError(f"{where}: {exc}") from exc.__cause__
         found = [value for value in vars(module).values() if isinstance(value, Tool)]
         if not found:
-            raise CliError(f"module {name!r} defines no @tool functions")
+            raise CliError(f"{where}: module {name!r} defines no @tool functions")
         tools.extend(found)
     return tools
 
 
 def agent_tools(config: AgentsFile, default_modules: Iterable[str]) -> dict[str, list[Tool]]:
     """Each agent's own tools: its ``tools``, else the ``--tools`` ones, else (without
-    ``mcp``) the demo tools. A module named by several agents is loaded once."""
+    ``mcp``) the demo tools. A module named by several agents is loaded once; an error names
+    the agent and the file, or ``--tools`` for the agents that take its modules."""
     default_modules = tuple(default_modules)
     loaded: dict[str, list[Tool]] = {}
     tools: dict[str, list[Tool]] = {}
@@ -48,10 +54,12 @@ def agent_tools(config: AgentsFile, default_modules: Iterable[str]) -> dict[str,
         tools[name] = []
         for module in modules:
             if module not in loaded:
-                try:
-                    loaded[module] = load_tools(module.split(","))
-                except CliError as exc:
-                    raise CliError(f"agent {name!r}: {exc}") from None
+                where = (
+                    "--tools"
+                    if agent.tools is None
+                    else f"{config.origin('agents', name, 'tools')}: agent {name!r}"
+                )
+                loaded[module] = load_tools(module.split(","), where=where)
             tools[name].extend(loaded[module])
     return tools
 

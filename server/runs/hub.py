@@ -9,7 +9,9 @@ twice. Nobody came back: the run is cancelled as a vanished client's always was,
 included. An explicit stop (``DELETE /api/runs/{id}``) cancels at once. A finished run's events
 are kept ``window_seconds`` (a late re-attach gets them, an ``EventSource`` reconnecting after
 ``done`` is told to stop), within ``max_bytes`` for all finished runs together, the oldest
-forgotten first.
+forgotten first. At shutdown a client may still re-attach while the open streams have their
+grace period; once they have ended, the runs nobody reads are cancelled
+(:meth:`RunHub.stop_all`).
 """
 
 from __future__ import annotations
@@ -229,10 +231,18 @@ class RunHub:
         run.log.close()
         self._remove(run)
 
-    async def aclose(self) -> None:
-        """Cancel every run still going and forget every run (the app's cleanup)."""
-        for run in list(self._runs.values()):
+    async def stop_all(self) -> int:
+        """Cancel every run still going, its tools included (at shutdown, once the open
+        streams have ended; at cleanup); how many there were."""
+        going = [run for run in self._runs.values() if not run.stopped and not run.log.done]
+        for run in going:
             await self.stop(run)
+        return len(going)
+
+    async def aclose(self) -> None:
+        """Cancel every run still going and forget every run (the app's cleanup): no run
+        goes on and no task of the hub is left."""
+        await self.stop_all()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

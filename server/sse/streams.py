@@ -250,8 +250,9 @@ class Streams:
 
     :meth:`respond` answers a request with a run's events (heartbeats, vanished clients, slow
     readers and shutdown included) and counts the stream in the metrics while it is open;
-    :meth:`drain` ends them all when the app shuts down. One :class:`StreamMonitor` task
-    watches them, started and stopped with the app (:meth:`start`, :meth:`close`).
+    :meth:`drain` gives them the grace period when the app shuts down, then ends them. One
+    :class:`StreamMonitor` task watches them, started and stopped with the app (:meth:`start`,
+    :meth:`close`).
     """
 
     def __init__(
@@ -271,7 +272,8 @@ class Streams:
         self.idle = asyncio.Event()
         self.idle.set()
         self.shutting_down = False
-        """Set once the app shuts down: new runs are refused (503)."""
+        """Set once the app shuts down (on the signal, with the listener still open): readiness
+        answers 503 and new runs are refused (503)."""
 
     @property
     def open(self) -> set[SSEWriter]:
@@ -389,24 +391,28 @@ class Streams:
         self.runs.detach(run)
 
     async def drain(self, grace_seconds: float) -> None:
-        """On shutdown: refuse new runs, let open streams finish for ``grace_seconds``, then
-        end them (each with an ``unavailable`` error and its ``done``)."""
+        """On shutdown: refuse new runs; let the open streams finish for ``grace_seconds`` (a
+        client may re-attach to its run meanwhile, opening another), then end them, each with
+        an ``overloaded`` error and its ``done``; then cancel the runs nobody reads (those
+        whose client left, kept for a re-attach: :attr:`runs`)."""
         self.shutting_down = True
-        if not self.open:
-            return
-        logger.info(
-            "shutting down: waiting up to %.0f s for %d open streams",
-            grace_seconds,
-            len(self.open),
-        )
-        with anyio.move_on_after(grace_seconds):
-            await self.idle.wait()
-        for writer in list(self.open):
-            writer.stop()
-        with anyio.move_on_after(5):
-            await self.idle.wait()
         if self.open:
-            logger.warning("%d streams did not end at shutdown", len(self.open))
+            logger.info(
+                "shutting down: waiting up to %g s for %d open streams",
+                grace_seconds,
+                len(self.open),
+            )
+            with anyio.move_on_after(grace_seconds):
+                await self.idle.wait()
+            for writer in list(self.open):
+                writer.stop()
+            with anyio.move_on_after(5):
+                await self.idle.wait()
+            if self.open:
+                logger.warning("%d streams did not end at shutdown", len(self.open))
+        left = await self.runs.stop_all()
+        if left:
+            logger.info("shutting down: cancelled %d runs whose client had left", left)
 
     @staticmethod
     async def _stream(

@@ -9,6 +9,7 @@
   const STREAM_URL = document.body.dataset.streamUrl || "api/chat/stream";
   const TOOL_RESULT_URL = document.body.dataset.toolResultUrl || "api/chat/tool-result";
   const RUNS_URL = document.body.dataset.runsUrl || "api/runs";
+  const MODELS_URL = document.body.dataset.modelsUrl || "v1/models";
   const SESSION_KEY = "agent-executor.session_id";
   /** The reply in progress (its run and the user's message), so a reload shows the rest. */
   const INFLIGHT_KEY = "agent-executor.inflight";
@@ -43,6 +44,8 @@
   const messages = byId("messages");
   const useEventSource = byId("use-eventsource");
   const apiKeyInput = byId("api-key");
+  const agentSelect = byId("agent");
+  const agentNote = byId("agent-note");
 
   /** Debug trace: every event received, as {type, data} (data parsed from JSON). */
   window.__chatEvents = [];
@@ -107,6 +110,71 @@
     return `The service did not accept this API key (${detail}): check the \u201CAPI key\u201D `
       + "field at the top of the page.";
   }
+
+  // ---- the agent picker: the service's agents, groups and flows; ?agent=NAME picks one ------
+  /** The agent asked for in the page's address (?agent=NAME), "" for none. */
+  const agentInAddress = new URLSearchParams(window.location.search).get("agent") ?? "";
+
+  /** The chosen agent, "" for the service's default (its default agent, or its router). */
+  function chosenAgent() { return agentSelect.value; }
+
+  /** The chat request's fields that name the agent: none for the default. */
+  function agentField(agent) { return agent ? { agent } : {}; }
+
+  function showAgents(names, wanted) {
+    const options = [new Option("default", "")];
+    for (const name of names) options.push(new Option(name, name));
+    if (wanted !== "" && !names.includes(wanted)) {
+      const unknown = new Option(`${wanted} (not listed)`, wanted);
+      unknown.dataset.unlisted = "true";
+      options.push(unknown);
+    }
+    agentSelect.replaceChildren(...options);
+    agentSelect.value = wanted;
+  }
+
+  let agentsLoad = 0; // the latest listing asked for; an older answer is not shown
+  /** List what the service serves (GET v1/models; "default" is the empty choice). With API
+   * keys the listing needs one: until the key is given, only the default and ?agent= show. */
+  async function loadAgents() {
+    const load = ++agentsLoad;
+    const wanted = agentSelect.value || agentInAddress;
+    let names = null;
+    let problem = "";
+    try {
+      const headers = { ...authHeaders(), Accept: "application/json" };
+      const response = await fetch(MODELS_URL, { headers });
+      if (response.ok) {
+        const listed = (await response.json())?.data;
+        names = (Array.isArray(listed) ? listed : [])
+          .map((model) => model?.id)
+          .filter((id) => typeof id === "string" && id !== "" && id !== "default");
+      } else {
+        problem = response.status === 401
+          ? "enter the API key to list the agents"
+          : `the agents could not be listed (HTTP ${response.status})`;
+      }
+    } catch (err) {
+      problem = `the agents could not be listed: ${describe(err)}`;
+    }
+    if (load !== agentsLoad) return;
+    showAgents(names ?? [], wanted);
+    agentSelect.dataset.state = names === null ? "unlisted" : "listed";
+    agentNote.textContent = problem;
+    agentNote.hidden = problem === "";
+  }
+
+  /** The address says which agent is chosen, so a reload or a shared link keeps it. */
+  function rememberAgent() {
+    const url = new URL(window.location.href);
+    if (chosenAgent()) url.searchParams.set("agent", chosenAgent());
+    else url.searchParams.delete("agent");
+    window.history.replaceState(window.history.state, "", url);
+  }
+
+  showAgents([], agentInAddress);
+  agentSelect.addEventListener("change", rememberAgent);
+  apiKeyInput.addEventListener("change", () => { loadAgents(); });
 
   // ---- SSE parser (WHATWG event-stream rules) ------------------------------------------
   window.__createSSEParser = (onEvent) => createSSEParser(onEvent); // for the browser tests
@@ -539,6 +607,54 @@
 
     note(text, className = "turn-note") { return this.append(el("div", className, text)); }
 
+    /** Run a client tool the model called and POST its result (or why it failed); in a
+     * nested run too: the service hands the answer to the agent that asked. */
+    async answerToolCall(call) {
+      const callId = call.call_id;
+      const tool = typeof call.tool === "string" ? call.tool : "(unnamed tool)";
+      if (typeof callId !== "string" || callId === "") return;
+      let body;
+      let noteText;
+      const run = Object.hasOwn(CLIENT_TOOL_RUNNERS, tool) ? CLIENT_TOOL_RUNNERS[tool] : null;
+      if (run === null) {
+        body = { call_id: callId, error: `this page does not run ${tool}` };
+        noteText = `\u26A0 the model asked for ${tool}, which this page does not run`;
+      } else {
+        try {
+          const outcome = run(call.arguments ?? {});
+          body = { call_id: callId, result: outcome.result };
+          noteText = outcome.note;
+        } catch (err) {
+          body = { call_id: callId, error: `${tool} failed in the browser: ${describe(err)}` };
+          noteText = `\u26A0 ${tool} failed in the browser: ${describe(err)}`;
+        }
+      }
+      const note = this.note(noteText, "tool-note");
+      const record = { call_id: callId, tool, body, status: null, error: null };
+      window.__toolAnswers.push(record);
+      let problem = null;
+      try {
+        const response = await fetch(TOOL_RESULT_URL, {
+          method: "POST",
+          headers: { ...authHeaders(), "Content-Type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        record.status = response.status;
+        if (!response.ok) {
+          const [label, detail] = await errorDetail(response);
+          problem = [`tool result: ${label}`, detail];
+        }
+      } catch (err) {
+        problem = ["tool result", describe(err)];
+      }
+      if (problem !== null) {
+        record.error = problem[1];
+        note.classList.add("failed");
+        note.append(document.createTextNode(` (not delivered: ${problem[1]})`));
+        this.problem(problem[0], problem[1]);
+      }
+    }
+
     /** A piece of the model's reasoning: into the folded block above the answer, as text. */
     reasoned(text) {
       if (this.reasoning === null) {
@@ -624,8 +740,8 @@
   /**
    * The run of an agent used as a tool (``nested`` events of one call_id), inside the call's
    * record: the agent's name, its text, its own tool records (and their nested runs), its
-   * errors. The page cannot answer a nested agent's client tools or approvals (nothing routes
-   * them to the nested run), so those are only noted.
+   * errors. Its client tools' calls are answered as the reply's are; its approvals and
+   * ask_user cannot pause the caller's run, so those are only noted.
    */
   class NestedRun extends Flow {
     constructor(agent) {
@@ -649,7 +765,7 @@
         case "tool_end": this.toolEnded(event); break;
         case "nested": this.nested(event); break;
         case "agent_selected": this.agentSelected(event); break;
-        case "tool_call":
+        case "tool_call": this.answerToolCall(event); break;
         case "approval_required":
           this.note(`\u26A0 ${this.agent} asked for ${event.tool ?? "a tool"}, which this page `
             + "cannot answer for an agent used as a tool", "tool-note failed");
@@ -729,53 +845,6 @@
       }
     }
 
-    /** Run a client tool the model called and POST its result (or why it failed). */
-    async answerToolCall(call) {
-      const callId = call.call_id;
-      const tool = typeof call.tool === "string" ? call.tool : "(unnamed tool)";
-      if (typeof callId !== "string" || callId === "") return;
-      let body;
-      let noteText;
-      const run = Object.hasOwn(CLIENT_TOOL_RUNNERS, tool) ? CLIENT_TOOL_RUNNERS[tool] : null;
-      if (run === null) {
-        body = { call_id: callId, error: `this page does not run ${tool}` };
-        noteText = `\u26A0 the model asked for ${tool}, which this page does not run`;
-      } else {
-        try {
-          const outcome = run(call.arguments ?? {});
-          body = { call_id: callId, result: outcome.result };
-          noteText = outcome.note;
-        } catch (err) {
-          body = { call_id: callId, error: `${tool} failed in the browser: ${describe(err)}` };
-          noteText = `\u26A0 ${tool} failed in the browser: ${describe(err)}`;
-        }
-      }
-      const note = this.note(noteText, "tool-note");
-      const record = { call_id: callId, tool, body, status: null, error: null };
-      window.__toolAnswers.push(record);
-      let problem = null;
-      try {
-        const response = await fetch(TOOL_RESULT_URL, {
-          method: "POST",
-          headers: { ...authHeaders(), "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        record.status = response.status;
-        if (!response.ok) {
-          const [label, detail] = await errorDetail(response);
-          problem = [`tool result: ${label}`, detail];
-        }
-      } catch (err) {
-        problem = ["tool result", describe(err)];
-      }
-      if (problem !== null) {
-        record.error = problem[1];
-        note.classList.add("failed");
-        note.append(document.createTextNode(` (not delivered: ${problem[1]})`));
-        this.problem(problem[0], problem[1]);
-      }
-    }
-
     // -- approvals and ask_user --
     approvalRequired(call) {
       if (typeof call.call_id !== "string" || typeof call.approval_token !== "string") return;
@@ -796,7 +865,8 @@
       if (pending.length > 0 || decided.length === 0) return;
       for (const card of decided) card.sent = true;
       const approvals = decided.map((card) => card.decision);
-      runStream(this, { session_id: sessionId, events: "json", tools: CLIENT_TOOLS, approvals }, false);
+      const body = { session_id: sessionId, events: "json", tools: CLIENT_TOOLS, approvals };
+      runStream(this, { ...body, ...agentField(this.requestedAgent) }, false);
     }
 
     /** A new message was sent: the decisions not sent will never be. */
@@ -915,12 +985,14 @@
   }
 
   let lastEventSource = null;
-  function streamWithEventSource(turn, message, signal) {
+  function streamWithEventSource(turn, message, agent, signal) {
     return new Promise((resolve) => {
       // A GET query cannot declare client tools (the service reads no "tools" from it), so
       // with EventSource the model is not offered get_browser_timezone; a tool_call for a tool
       // the agent itself declares as a frontend tool is still answered.
-      const query = new URLSearchParams({ message, session_id: sessionId, events: "json" });
+      const query = new URLSearchParams({
+        message, session_id: sessionId, events: "json", ...agentField(agent),
+      });
       const source = new EventSource(`${STREAM_URL}?${query}`);
       lastEventSource = source;
       window.__chatEventSource = source; // for debugging and the browser tests
@@ -964,7 +1036,9 @@
     turn.begin();
     setBusy(true);
     try {
-      if (viaEventSource) await streamWithEventSource(turn, body.message, controller.signal);
+      if (viaEventSource) {
+        await streamWithEventSource(turn, body.message, body.agent ?? "", controller.signal);
+      }
       else await streamWithFetch(turn, body, controller.signal);
     } catch (err) {
       if (!controller.signal.aborted) turn.fail("network", describe(err));
@@ -1027,6 +1101,7 @@
     input.value = "";
     const turn = new Turn();
     turn.message = message;
+    turn.requestedAgent = chosenAgent(); // its resumes go there too, whatever is picked later
     lastTurn = turn;
     if (useEventSource.checked && apiKey() !== "") {
       turn.begin();
@@ -1035,7 +1110,7 @@
       return;
     }
     const body = { message, session_id: sessionId, events: "json", tools: CLIENT_TOOLS };
-    await runStream(turn, body, useEventSource.checked);
+    await runStream(turn, { ...body, ...agentField(turn.requestedAgent) }, useEventSource.checked);
   }
 
   form.addEventListener("submit", (e) => { e.preventDefault(); send(); });
@@ -1045,5 +1120,6 @@
   document.addEventListener("keydown", (e) => { if (e.key === "Escape" && busy) stop(); });
   window.addEventListener("pagehide", () => { if (lastEventSource) lastEventSource.close(); });
   setBusy(false);
+  loadAgents();
   resumeInflight();
 })();
