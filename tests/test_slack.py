@@ -535,7 +535,9 @@ async def test_workspace_budget_spaces_callers() -> None:
 
     await asyncio.gather(caller(), caller())
     stamps.sort()
-    assert min(b - a for a, b in itertools.pairwise(stamps)) >= 0.05 - 0.005
+    # The k-th slot starts k intervals after the first; a late wake-up may shorten the gap
+    # after it, but no caller ever starts before its slot.
+    assert all(stamp >= stamps[0] + k * 0.05 - 0.002 for k, stamp in enumerate(stamps)), stamps
 
 
 # ------------------------------------------------------------------------- packaging, example
