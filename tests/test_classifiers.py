@@ -138,7 +138,7 @@ async def test_injection_text_scores_high_and_benign_text_low(
 
 
 async def test_a_text_the_rules_miss_is_refused_through_the_executor(model_path: Path) -> None:
-    guard = InjectionGuard(classifier=ONNXClassifier(model_path))
+    guard = InjectionGuard(classifier=ONNXClassifier(model_path), learned=False)
     executor = make_executor(["sure"], guards=[guard])
 
     attack = await executor.execute(AgentCommand(user_prompt=MISSED_BY_RULES))

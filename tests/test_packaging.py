@@ -201,6 +201,7 @@ def test_the_wheel_ships_the_service_as_agent_executor_server(wheel: Path) -> No
         "agent_executor_server/static/index.html",
         "agent_executor/guards/injection/rules.json",
         "agent_executor/guards/injection/weights.json",
+        "agent_executor/guards/injection/weights_tools.json",
     ]:
         assert expected in names
     scripts = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()

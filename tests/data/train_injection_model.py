@@ -1,16 +1,27 @@
-"""Trains the learned layer of InjectionGuard (``agent_executor/guards/injection/weights.json``).
+"""Trains the learned layer of InjectionGuard (``weights.json`` and ``weights_tools.json``).
 
     python tests/data/train_injection_model.py          # retrain on every source and write
-    python tests/data/train_injection_model.py --check  # retrain and compare with the file
+    python tests/data/train_injection_model.py --check  # retrain and compare with the files
 
-Reads the two corpora: ``injection_public.jsonl.gz`` (texts nobody here wrote; see
-``collect_public_corpora.py`` and ``SOURCES.md``) and ``injection_corpus.jsonl`` (written for
-this project; its obfuscated attacks are left to the rules, which decode them). Training is
-deterministic: scikit-learn's ``liblinear`` logistic regression, balanced class weights, no
-random state involved; the same inputs give the same file.
+Reads the corpora (texts nobody here wrote; see ``SOURCES.md``): ``injection_public.jsonl.gz``
+(jailbreak templates and hard benign texts), ``injection_multilingual.jsonl.gz`` (attacks and
+ordinary requests in thirteen languages), ``injection_direct.jsonl.gz`` (short direct attacks,
+forged turns, exfiltration, encoded attacks; short benign messages),
+``injection_indirect.jsonl.gz`` (instructions planted in tool outputs; benign tool outputs),
+and ``injection_corpus.jsonl`` (written for this project, the ``ours`` source). Rows of kind
+``encoded/...`` are never trained on: decoding them is the guard's readings' job, and they are
+the table that says whether it works.
 
-``train(rows)`` is also what ``benchmarks/injection_eval.py`` calls for the cross-source
-evaluation: it retrains with one whole source left out and scores that source.
+Two models: ``user`` (trained on what users send) and ``tool`` (trained on everything, with the
+operating point chosen on tool outputs). Training is deterministic: scikit-learn's
+``liblinear`` logistic regression, balanced class weights, no random state involved.
+
+**The operating point is chosen without the rows it is reported on.** ``train(rows, reader)``
+fits the model, then splits the same rows into ``INNER_FOLDS`` folds by author
+(:func:`group_of`), scores each fold with a model fitted on the others, and sets the threshold
+where ``TARGET_FP`` of those out-of-fold benign texts of the reader's kind would be flagged.
+``benchmarks/injection_eval.py`` calls ``train`` with a whole source left out, so a source's
+figure is measured with a threshold that never saw it either.
 """
 
 from __future__ import annotations
@@ -19,95 +30,295 @@ import argparse
 import gzip
 import json
 import math
+import os
 import re
 import sys
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent_executor.guards.injection import learned  # noqa: E402
-from agent_executor.guards.injection.learned import MODEL_FILE, Model, training_features  # noqa: E402
-from agent_executor.guards.injection.normalisation import normalise, window  # noqa: E402
-from agent_executor.guards.injection.scoring import score_text  # noqa: E402
+from agent_executor.guards.injection.learned import (  # noqa: E402
+    MODEL_FILES,
+    SHORT_WORDS,
+    WINDOW_WORDS,
+    Model,
+    Reader,
+    tokens,
+    training_features,
+)
+from agent_executor.guards.injection.normalisation import normalise  # noqa: E402
+from agent_executor.guards.injection.scoring import MAX_SCAN_CHARS, score_text  # noqa: E402
 
-PUBLIC = HERE / "injection_public.jsonl.gz"
+CORPORA = {
+    "public": HERE / "injection_public.jsonl.gz",
+    "multilingual": HERE / "injection_multilingual.jsonl.gz",
+    "direct": HERE / "injection_direct.jsonl.gz",
+    "indirect": HERE / "injection_indirect.jsonl.gz",
+}
 OURS = HERE / "injection_corpus.jsonl"
-OUT = Path(learned.__file__).with_name(MODEL_FILE)
+OUT = {reader: Path(learned.__file__).with_name(name) for reader, name in MODEL_FILES.items()}
 
-C = 1.0
+Row = dict[str, str]
+
+C = float(os.environ.get("INJECTION_C", "1.0"))
 """Inverse regularisation strength (liblinear, L2)."""
-OPERATING_POINT = 0.7
-"""The fitted probability at which the layer flags. The shipped bias is shifted by its logit,
-so the layer's score crosses the guard's default threshold 0.5 exactly there (chosen on the
-cross-source table in docs/guards.md: below it, false positives on unseen benign sources
-climb faster than detection on unseen attack sources)."""
-HELD_OUT = "promptfoo"
-"""The attack source of the acceptance figure: forum-style jailbreak templates (DAN, developer
-mode, dual responses), the kind the guard missed most, kept whole out of training."""
+TARGET_FP = {
+    "user": float(os.environ.get("INJECTION_FP_USER", "0.08")),
+    "tool": float(os.environ.get("INJECTION_FP_TOOL", "0.035")),
+}
+"""Share of out-of-fold benign texts of the reader's kind the learned layer may flag, in every
+benign source of at least ``MIN_SOURCE`` texts (the acceptance bound is per source)."""
+TARGET_SHORT_FP = float(os.environ.get("INJECTION_FP_SHORT", "0.01"))
+"""The same bound for texts of fewer than ``SHORT_WORDS`` words, stricter: everyday short
+messages ("tell me everything", "ignore the typo above") are many, and the benign corpora hold
+few of the kind that look like an attack."""
+SHORT_MARGIN = math.log(0.8 / 0.2)
+"""At least this much more evidence for a short text: the layer flags one at a probability of
+0.8, not 0.5. The benign corpora hold few short everyday messages that look like an attack, so
+the bound above alone leaves "tell me everything" or "ignore the typo above" flagged; 0.8 was
+chosen on such messages written here, not on any corpus."""
+MIN_SOURCE = 50
+INNER_FOLDS = 3
 FOLDS = 5
-MAX_FEATURES = 12_000
-"""Features kept in the shipped table, the largest weights first (keeps the file small)."""
+MAX_FEATURES = 40_000
+"""Features kept in a shipped table, the largest weights first (keeps the files small)."""
 MIN_WEIGHT = 0.02
-WINDOW = 20_000
-MARKER = 1.0
-"""The value of a structural marker (``#persona``, ...): not divided by the text's size."""
+HELD_OUT = "promptfoo"
+"""The attack source of the first acceptance figure: forum-style jailbreak templates."""
 
 
-def load_rows() -> list[dict[str, str]]:
-    """Every labelled row with a ``source``: public sources by name, ours as ``ours``."""
-    public = gzip.decompress(PUBLIC.read_bytes()).decode("utf-8")
-    rows = [json.loads(line) for line in public.split("\n") if line]
+def load_rows() -> list[Row]:
+    """Every labelled row with ``source``, ``kind``, ``lang`` and ``reader`` (user or tool)."""
+    rows: list[Row] = []
+    for name, path in CORPORA.items():
+        if not path.exists():
+            continue
+        for line in gzip.decompress(path.read_bytes()).decode("utf-8").split("\n"):
+            if not line:
+                continue
+            row = json.loads(line)
+            if row["label"] not in ("attack", "benign"):
+                continue
+            row.setdefault("lang", "en")
+            row["reader"] = "tool" if name == "indirect" else "user"
+            rows.append(row)
     for line in OURS.read_text(encoding="utf-8").split("\n"):
         if not line:
             continue
         row = json.loads(line)
         if row["category"].startswith("obfuscated"):
             continue
-        rows.append({**row, "source": "ours", "kind": row["category"], "origin": "ours"})
+        rows.append(
+            {
+                **row,
+                "source": "ours",
+                "kind": row["category"],
+                "origin": "ours",
+                "lang": "en",
+                "reader": "user",
+            }
+        )
     return rows
 
 
-def _feature_dict(text: str) -> dict[str, float]:
-    found = training_features(normalise(window(text, WINDOW)))
-    words = [f for f in found if not f.startswith("#")]
-    value = 1.0 / math.sqrt(max(1, len(words)))
-    out = dict.fromkeys(words, value)
-    out.update((f, MARKER) for f in found if f.startswith("#"))
-    return out
+EVAL_ONLY = {"promptmap", "awesome-prompts-brasil"}
+"""GPL-3.0 sources: measured on, never trained on (the weights ship under the project's
+licence)."""
 
 
-def train(rows: Iterable[dict[str, str]]) -> Model:
-    """A model fitted on ``rows`` (needs scikit-learn; inference does not)."""
-    from sklearn.feature_extraction import DictVectorizer
+def trainable(row: Row) -> bool:
+    return row["source"] not in EVAL_ONLY and not row["kind"].startswith("encoded")
+
+
+class _Store:
+    """Every text's windows as rows of one sparse matrix over one vocabulary.
+
+    Features are computed once per text; a fit takes its rows out of the matrix by index, so
+    the dozens of retrains of the cross-source evaluation cost a solver run each, not a
+    re-reading of the corpus.
+    """
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self.names: list[str] = []
+        self.indptr: list[int] = [0]
+        self.indices: list[int] = []
+        self.data: list[float] = []
+        self.spans: dict[tuple[int, str], tuple[int, int]] = {}
+        self.lengths: dict[str, int] = {}
+        self._matrix: Any = None
+
+    def span(self, text: str, size: int) -> tuple[int, int]:
+        """The matrix rows of ``text``'s windows of ``size`` words (added on first sight)."""
+        found = self.spans.get((size, text))
+        if found is not None:
+            return found
+        first = len(self.indptr) - 1
+        vocabulary, names = self.vocabulary, self.names
+        norm = normalise(text[:MAX_SCAN_CHARS])
+        self.lengths[text] = len(tokens(norm))
+        for window in training_features(norm, size):
+            for name, value in window.items():
+                index = vocabulary.get(name)
+                if index is None:
+                    index = vocabulary[name] = len(names)
+                    names.append(name)
+                self.indices.append(index)
+                self.data.append(value)
+            self.indptr.append(len(self.indices))
+        self._matrix = None
+        found = self.spans[size, text] = (first, len(self.indptr) - 1)
+        return found
+
+    def matrix(self) -> Any:
+        if self._matrix is None or self._matrix.shape[1] != len(self.names):
+            import numpy as np
+            from scipy.sparse import csr_matrix
+
+            self._matrix = csr_matrix(
+                (
+                    np.asarray(self.data),
+                    np.asarray(self.indices, dtype=np.int32),
+                    np.asarray(self.indptr, dtype=np.int32),
+                ),
+                shape=(len(self.indptr) - 1, len(self.names)),
+            )
+        return self._matrix
+
+
+_STORE = _Store()
+
+
+def _windows(rows: Sequence[Row], size: int) -> tuple[list[int], list[int], list[float]]:
+    """Matrix rows, labels and sample weights of ``rows``' windows.
+
+    A text weighs as much in all its windows as a short text in its one; a source of ``n``
+    texts of a label weighs ``sqrt(n)``, so three thousand voice-assistant commands do not
+    drown the two hundred hard negatives that teach the model something.
+    """
+    ids: list[int] = []
+    labels: list[int] = []
+    weights: list[float] = []
+    sizes = Counter((r["source"], r["label"]) for r in rows)
+    for row in rows:
+        first, last = _STORE.span(row["text"], size)
+        count = last - first
+        share = 1.0 / math.sqrt(sizes[row["source"], row["label"]])
+        ids += range(first, last)
+        labels += [1 if row["label"] == "attack" else 0] * count
+        weights += [share / count] * count
+    return ids, labels, weights
+
+
+def _fit(rows: Sequence[Row], size: int) -> tuple[Any, float]:
+    """Coefficients (over the store's vocabulary) and intercept fitted on ``rows``' windows
+    of ``size`` words."""
     from sklearn.linear_model import LogisticRegression
 
-    rows = list(rows)
-    vectorizer = DictVectorizer()
-    matrix = vectorizer.fit_transform([_feature_dict(r["text"]) for r in rows])
-    matrix.indices = matrix.indices.astype("int32")  # liblinear takes 32-bit indices only
-    matrix.indptr = matrix.indptr.astype("int32")
-    labels = [1 if r["label"] == "attack" else 0 for r in rows]
-    fit = LogisticRegression(C=C, solver="liblinear", class_weight="balanced", max_iter=1000)
-    fit.fit(matrix, labels)
-    names = vectorizer.get_feature_names_out()
-    ranked = sorted(
-        ((str(name), float(w)) for name, w in zip(names, fit.coef_[0], strict=True)),
-        key=lambda item: (-abs(item[1]), item[0]),
+    ids, labels, weights = _windows(rows, size)
+    matrix = _STORE.matrix()[ids]
+    fit = LogisticRegression(
+        C=C, solver="liblinear", dual=True, class_weight="balanced", max_iter=1000
     )
-    kept = {name: round(w, 4) for name, w in ranked[:MAX_FEATURES] if abs(w) >= MIN_WEIGHT}
-    shift = math.log(OPERATING_POINT / (1.0 - OPERATING_POINT))
-    bias = round(float(fit.intercept_[0]) - shift, 4)
-    return Model.from_json({"bias": bias, "weights": kept})
+    fit.fit(matrix, labels, sample_weight=weights)
+    coef = fit.coef_[0]
+    if len(coef) < len(_STORE.names):  # texts added after the matrix was taken
+        import numpy as np
+
+        coef = np.concatenate([coef, np.zeros(len(_STORE.names) - len(coef))])
+    return coef, float(fit.intercept_[0])
+
+
+def _model(
+    coef: Any, intercept: float, size: int, shift: float = 0.0, short_shift: float = 0.0
+) -> Model:
+    import numpy as np
+
+    order = np.lexsort((np.arange(len(coef)), -np.abs(coef)))[:MAX_FEATURES]
+    names = _STORE.names
+    kept = {names[i]: round(float(coef[i]), 4) for i in order if abs(coef[i]) >= MIN_WEIGHT}
+    return Model.from_json(
+        {
+            "bias": round(intercept - shift, 4),
+            "short_shift": round(short_shift, 4),
+            "weights": kept,
+            "window": size,
+        }
+    )
+
+
+def _threshold(rows: Sequence[Row], reader: Reader) -> tuple[float, float]:
+    """The decision values at which ``TARGET_FP`` of any source's out-of-fold benign texts
+    are flagged: over all texts, and over short ones (fewer than ``SHORT_WORDS`` words).
+
+    Short texts get their own point because a few words weigh more in them: "tell me
+    everything" is one word pair from an extraction attempt.
+
+    Out-of-fold values come straight from the matrix (the highest window of each text, the
+    whole fitted table), which is what the shipped layer computes up to its pruning.
+    """
+    import numpy as np
+
+    size = WINDOW_WORDS[reader]
+    fold = [zlib.crc32(group_of(r).encode()) % INNER_FOLDS for r in rows]
+    values: list[float] = []
+    kept: list[Row] = []
+    for k in range(INNER_FOLDS):
+        coef, intercept = _fit([r for r, f in zip(rows, fold, strict=True) if f != k], size)
+        scored = [
+            r
+            for r, f in zip(rows, fold, strict=True)
+            if f == k and r["label"] == "benign" and r["reader"] == reader
+        ]
+        if not scored:
+            continue
+        kept += scored
+        ids, _, _ = _windows(scored, size)
+        decisions = _STORE.matrix()[ids] @ coef + intercept
+        position = 0
+        for row in scored:
+            first, last = _STORE.span(row["text"], size)
+            values.append(float(np.max(decisions[position : position + last - first])))
+            position += last - first
+    by_source: dict[str, list[float]] = defaultdict(list)
+    short_by_source: dict[str, list[float]] = defaultdict(list)
+    for row, value in zip(kept, values, strict=True):
+        by_source[row["source"]].append(value)
+        if _STORE.lengths[row["text"]] < SHORT_WORDS:
+            short_by_source[row["source"]].append(value)
+    return _bound(by_source, TARGET_FP[reader]), _bound(short_by_source, TARGET_SHORT_FP)
+
+
+def _bound(by_source: dict[str, list[float]], target: float) -> float:
+    thresholds = [0.0]
+    for found in by_source.values():
+        if len(found) >= MIN_SOURCE:
+            found.sort(reverse=True)
+            thresholds.append(found[int(target * len(found))] + 1e-4)
+    return max(thresholds)
+
+
+def train(rows: Iterable[Row], reader: Reader = "user") -> Model:
+    """A model for ``reader`` fitted on ``rows``, its operating point folded into the bias."""
+    pool = [r for r in rows if trainable(r) and (reader == "tool" or r["reader"] == "user")]
+    size = WINDOW_WORDS[reader]
+    for row in pool:
+        _STORE.span(row["text"], size)
+    coef, intercept = _fit(pool, size)
+    shift, short = _threshold(pool, reader)
+    return _model(coef, intercept, size, shift, max(SHORT_MARGIN, short - shift))
 
 
 # --------------------------------------------------------------------------- evaluation
 
-_WORD_RE = re.compile(r"[a-z0-9]+")
+_WORD_RE = re.compile(r"\w+")
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
@@ -118,7 +329,7 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
 class _ShingleIndex:
     """The 5-word shingles of every row and, per shingle, the rows that have it."""
 
-    def __init__(self, rows: Sequence[dict[str, str]]) -> None:
+    def __init__(self, rows: Sequence[Row]) -> None:
         self.rows = rows  # kept, so the id the cache is keyed on stays this list's
         self.shingles = [_shingles(r["text"]) for r in rows]
         self.rows_with: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -130,7 +341,7 @@ class _ShingleIndex:
 _INDEXES: dict[int, _ShingleIndex] = {}
 
 
-def _index(rows: Sequence[dict[str, str]]) -> _ShingleIndex:
+def _index(rows: Sequence[Row]) -> _ShingleIndex:
     """The shingle index of ``rows``, built once per list (every held-out run reuses it)."""
     index = _INDEXES.get(id(rows))
     if index is None or index.rows is not rows:
@@ -138,7 +349,7 @@ def _index(rows: Sequence[dict[str, str]]) -> _ShingleIndex:
     return index
 
 
-def near_duplicates(rows: Sequence[dict[str, str]], targets: Iterable[int]) -> set[int]:
+def near_duplicates(rows: Sequence[Row], targets: Iterable[int]) -> set[int]:
     """Rows sharing half or more of their 5-word shingles with a target row (targets too).
 
     Templates travel between collections (a DAN prompt is in PyRIT and in promptfoo); a
@@ -159,8 +370,8 @@ def near_duplicates(rows: Sequence[dict[str, str]], targets: Iterable[int]) -> s
     return found
 
 
-def group_of(row: dict[str, str]) -> str:
-    """Who wrote a benign row: a repository, a contributor, a document, a package file."""
+def group_of(row: Row) -> str:
+    """Who wrote a row: a repository, a contributor, a document, a package file."""
     origin = row["origin"]
     if row["source"] == "github-issues":
         match = re.search(r"github\.com/([^/]+/[^/]+)", origin)
@@ -168,38 +379,91 @@ def group_of(row: dict[str, str]) -> str:
     return f"{row['source']}:{origin}"
 
 
-def rules_score(text: str) -> float:
-    return score_text(text, learned=False).score
+def combined(model: Model, text: str, reader: Reader = "user") -> float:
+    """What the guard scores with ``model`` as its learned layer."""
+    return score_text(text, reader=reader, model=model).score
 
 
-def combined(model: Model, text: str) -> float:
-    """What the guard scores with ``model`` as its learned layer: the larger of the two."""
-    return max(rules_score(text), model.probability(normalise(window(text, WINDOW))))
+def held_out(rows: Sequence[Row], sources: Iterable[str], reader: Reader) -> Model:
+    """A model for ``reader`` trained without ``sources`` and their near-copies elsewhere."""
+    sources = set(sources)
+    targets = [i for i, r in enumerate(rows) if r["source"] in sources]
+    drop = near_duplicates(rows, targets) | set(targets)
+    return train((r for i, r in enumerate(rows) if i not in drop), reader)
 
 
-def held_out_attacks(rows: Sequence[dict[str, str]], source: str) -> list[float]:
+def held_out_attacks(rows: Sequence[Row], source: str, reader: Reader = "user") -> list[float]:
     """Scores of ``source``'s attacks by a model trained without it or its near-copies."""
-    targets = [i for i, r in enumerate(rows) if r["source"] == source and r["label"] == "attack"]
-    drop = near_duplicates(rows, targets) | {i for i, r in enumerate(rows) if r["source"] == source}
-    model = train(r for i, r in enumerate(rows) if i not in drop)
-    return [combined(model, rows[i]["text"]) for i in targets]
+    model = held_out(rows, [source], reader)
+    return [
+        combined(model, r["text"], reader)
+        for r in rows
+        if r["source"] == source and r["label"] == "attack" and r["reader"] == reader
+    ]
 
 
-def held_out_benign(rows: Sequence[dict[str, str]], folds: int = FOLDS) -> list[float]:
-    """Scores of every benign row by a model that saw nothing by the same author.
+def acceptance(rows: Sequence[Row]) -> dict[str, float]:
+    """The figures ``tests/test_injection_learned.py`` holds, each on data its model never saw.
+
+    Four retrains: the forum templates (``HELD_OUT``) and one indirect-injection publisher
+    kept out whole, and one fold of benign authors for each reader.
+    """
+    figures: dict[str, float] = {}
+    for title, source, reader in (
+        (f"forum templates ({HELD_OUT}) kept out", HELD_OUT, "user"),
+        ("indirect (injecagent) kept out", "injecagent", "tool"),
+    ):
+        scores = held_out_attacks(rows, source, reader)  # type: ignore[arg-type]
+        figures[title] = sum(score >= 0.5 for score in scores) / len(scores)
+    for title, reader in (("messages", "user"), ("tool results", "tool")):
+        scores = held_out_benign(rows, reader=reader, only_fold=0)  # type: ignore[arg-type]
+        flagged = sum(score >= 0.5 for score in scores.values()) / len(scores)
+        figures[f"{title}: benign flagged, unseen authors"] = flagged
+    return figures
+
+
+def held_out_benign(
+    rows: Sequence[Row], folds: int = FOLDS, reader: Reader = "user", only_fold: int | None = None
+) -> dict[int, float]:
+    """Scores of every benign row of ``reader``'s kind by a model that never saw its author.
 
     Benign rows are split into ``folds`` by :func:`group_of` (a CRC of the group, so the split
     is stable); each fold is scored by a model trained on everything else.
     """
-    benign = [i for i, r in enumerate(rows) if r["label"] == "benign"]
+    benign = [i for i, r in enumerate(rows) if r["label"] == "benign" and r["reader"] == reader]
     fold = {i: zlib.crc32(group_of(rows[i]).encode()) % folds for i in benign}
     scores: dict[int, float] = {}
-    for k in range(folds):
+    for k in range(folds) if only_fold is None else [only_fold]:
         targets = [i for i in benign if fold[i] == k]
         drop = near_duplicates(rows, targets)
-        model = train(r for i, r in enumerate(rows) if i not in drop)
-        scores.update((i, combined(model, rows[i]["text"])) for i in targets)
-    return [scores[i] for i in benign]
+        model = train((r for i, r in enumerate(rows) if i not in drop), reader)
+        scores.update((i, combined(model, rows[i]["text"], reader)) for i in targets)
+    return scores
+
+
+def evaluate(rows: Sequence[Row], sources: Iterable[str] | None = None) -> dict[int, float]:
+    """Every row's score by a model that never saw it: the basis of every table.
+
+    An attack is scored by the model of its reader trained without its whole source (and the
+    source's near-copies elsewhere); a benign text by a model trained without its author's
+    fold. ``sources`` limits the attack sources evaluated (all by default).
+    """
+    scores: dict[int, float] = {}
+    for reader in ("user", "tool"):
+        attack_sources = sorted(
+            {r["source"] for r in rows if r["label"] == "attack" and r["reader"] == reader}
+        )
+        for source in attack_sources:
+            if sources is not None and source not in sources:
+                continue
+            model = held_out(rows, [source], reader)
+            scores.update(
+                (i, combined(model, r["text"], reader))
+                for i, r in enumerate(rows)
+                if r["source"] == source and r["label"] == "attack" and r["reader"] == reader
+            )
+        scores.update(held_out_benign(rows, reader=reader))
+    return scores
 
 
 def to_json(model: Model) -> str:
@@ -207,21 +471,31 @@ def to_json(model: Model) -> str:
         (" ".join(key) if isinstance(key, tuple) else key): weight
         for key, weight in sorted(model.weights.items(), key=lambda kv: str(kv[0]))
     }
-    return json.dumps({"bias": model.bias, "weights": weights}, separators=(",", ":")) + "\n"
+    data: dict[str, Any] = {
+        "bias": model.bias,
+        "short_shift": model.short_shift,
+        "window": model.window,
+        "weights": weights,
+    }
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="fail if the file is stale")
+    parser.add_argument("--check", action="store_true", help="fail if a file is stale")
     args = parser.parse_args(argv)
-    text = to_json(train(load_rows()))
-    if args.check:
-        same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
-        print("up to date" if same else f"{OUT} differs from a retrain")
-        return 0 if same else 1
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(text) // 1024} KiB)")
-    return 0
+    rows = load_rows()
+    stale = 0
+    for reader, path in OUT.items():
+        text = to_json(train(rows, reader))
+        if args.check:
+            same = path.exists() and path.read_text(encoding="utf-8") == text
+            print(f"{path.name}: " + ("up to date" if same else "differs from a retrain"))
+            stale += not same
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path} ({len(text.encode()) // 1024} KiB)")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ screens tool results for instructions planted in fetched data. Its parts, one mo
 - :mod:`.scoring`: how a text is scored (the formula is in its docstring);
 - :mod:`.rules` and ``rules.json``: the phrase rules, as data, and the code that runs them;
 - :mod:`.normalisation` and :mod:`.decoding`: the readings the rules see (normal form, leetspeak,
-  letters only, Unicode tags, base64 and hex payloads);
+  letters only, Unicode tags, base64, base32, hex, binary, URL escapes, reversed and ROT13 text);
+- :mod:`.views`: the same readings as text, for the learned layer;
 - :mod:`.word_gate`: which word rules are worth running for a text;
-- :mod:`.learned` and ``weights.json``: the learned first layer;
+- :mod:`.learned`, ``weights.json`` and ``weights_tools.json``: the learned layer, one model for
+  messages and one for tool results;
 - :mod:`.categories`: the reasons a score gives.
 """
 

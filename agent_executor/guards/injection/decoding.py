@@ -1,16 +1,23 @@
-"""Texts hidden in base64 and hex blobs, decoded so the rules can read them too.
+"""Texts hidden by an encoding or a transform, decoded so the rules and the learned layer read them.
 
 An instruction encoded as ``aWdub3JlIGFsbC...`` passes every phrase rule; decoded, it does not.
-Only blobs of 16+ characters that decode to mostly readable UTF-8 count, and at most
-``MAX_BLOBS`` candidates per text are tried, so decoy blobs cannot cost unbounded work.
+The encodings are the ones red-team tools apply (PyRIT's converters, promptfoo's and spikee's
+strategies): base64 and base32, hex, binary octets, URL escapes, and two transforms of the
+whole text, reversed and ROT13. Only blobs of 16+ characters that decode to mostly readable
+UTF-8 count, at most ``MAX_BLOBS`` candidates per text are tried (decoy blobs cannot cost
+unbounded work), and the whole-text transforms are tried only on text whose words are not
+words: fewer than one in ten of its Latin words is a common English one, and the transform
+makes at least one in four so.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import itertools
 import re
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["MAX_BLOBS", "blobs"]
@@ -26,6 +33,18 @@ _HEX_SPACED_RE = re.compile(
 )
 _HEX_RE = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])")
 _HEX_SEPARATORS_RE = re.compile(r"[ :,-]")
+_BINARY_RE = re.compile(r"(?<![01])(?:[01]{8}[ ,]?){6,}")
+_BASE32_RE = re.compile(r"(?<![A-Z2-7=])[A-Z2-7]{16,}={0,6}")
+_URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+_COMMON_WORDS = (
+    "the of and to a in is you that it for on are with as be this was have or at not your"
+    " from by all but we can if will an they my me do what so no one which there their"
+    " any about would should must now i please instructions previous ignore tell say"
+    " print write answer give make new"
+)
+_COMMON = frozenset(_COMMON_WORDS.split())
+"""The most frequent English words (Norvig's counts of the Google corpus) and a few imperatives:
+a text with none of them in ten words is not English as written."""
 
 
 def _printable(data: bytes) -> str | None:
@@ -62,15 +81,85 @@ def _decode_hex(blob: str) -> str | None:
         return None
 
 
+def _decode_base32(blob: str) -> str | None:
+    body = blob.rstrip("=")
+    try:
+        data = base64.b32decode(body + "=" * (-len(body) % 8))
+    except (binascii.Error, ValueError):
+        return None
+    return _printable(data)
+
+
+def _decode_binary(blob: str) -> str | None:
+    bits = "".join(ch for ch in blob if ch in "01")
+    data = int(bits, 2).to_bytes(len(bits) // 8, "big")
+    return _printable(data)
+
+
+def _common_share(text: str) -> float:
+    words = text.lower().split()
+    return sum(map(_COMMON.__contains__, words)) / len(words) if words else 0.0
+
+
+_TRANSFORMS: tuple[Callable[[str], str], ...] = (
+    lambda text: text[::-1],
+    lambda text: codecs.encode(text, "rot13"),
+    lambda text: codecs.encode(text[::-1], "rot13"),
+)
+
+
+def _transformed(clean: str) -> Iterator[str]:
+    """The text reversed or in ROT13, if it is Latin text that reads only that way.
+
+    The test reads the first 600 characters: a text that opens in plain English is not a
+    transformed one, and a long one costs no more than a short one.
+    """
+    head = clean[:600]
+    if not head.isascii() or len(head.split()) < 3 or _common_share(head) >= 0.1:
+        return
+    for transform in _TRANSFORMS:
+        if _common_share(transform(head)) >= 0.25:
+            yield transform(clean)
+            return
+
+
+def _unescaped(clean: str) -> Iterator[str]:
+    """The text with its URL escapes decoded, when it has several."""
+    if clean.count("%") >= 3 and len(_URL_ESCAPE_RE.findall(clean)) >= 3:
+        text = urllib.parse.unquote_plus(clean)
+        if text != clean:
+            yield text
+
+
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
 def blobs(clean: str) -> Iterator[str]:
-    """Readable texts hidden in base64 or hex blobs of ``clean``, at most ``MAX_BLOBS``."""
-    hexed = _HEX_PREFIX_RE.sub(r"\1", clean)
-    candidates: Iterable[tuple[str, Callable[[str], str | None]]] = itertools.chain(
-        ((m.group(), _decode_base64) for m in _B64_RE.finditer(clean)),
-        ((m.group(), _decode_hex) for m in _HEX_SPACED_RE.finditer(hexed)),
-        ((m.group(), _decode_hex) for m in _HEX_RE.finditer(hexed)),
-    )
-    for blob, decode in itertools.islice(candidates, MAX_BLOBS):
+    """Readable texts hidden in ``clean`` by an encoding or transform, at most ``MAX_BLOBS``.
+
+    Cheap signs come first, in C: a blob is one whitespace-free token of 16+ characters
+    (base64, base32, unbroken hex), spaced hex or binary needs digits (every byte of hex-encoded
+    text has one), URL escapes need ``%``. Prose has none of them, and pays for a ``split``.
+    """
+    long_tokens = " ".join(token for token in clean.split() if len(token) >= 16)
+    digits = len(clean) - len(clean.translate(_DIGITS))
+    sources: list[Iterable[tuple[str, Callable[[str], str | None]]]] = []
+    if long_tokens:
+        hexed = _HEX_PREFIX_RE.sub(r"\1", long_tokens) if digits >= 8 else long_tokens
+        sources += [
+            ((m.group(), _decode_base64) for m in _B64_RE.finditer(long_tokens)),
+            ((m.group(), _decode_base32) for m in _BASE32_RE.finditer(long_tokens)),
+            ((m.group(), _decode_hex) for m in _HEX_RE.finditer(hexed)),
+        ]
+    if digits >= 8:
+        spaced = _HEX_PREFIX_RE.sub(r"\1", clean)
+        sources.append((m.group(), _decode_hex) for m in _HEX_SPACED_RE.finditer(spaced))
+        if digits >= 48:
+            sources.append((m.group(), _decode_binary) for m in _BINARY_RE.finditer(clean))
+    for blob, decode in itertools.islice(itertools.chain(*sources), MAX_BLOBS):
         text = decode(blob)
         if text is not None:
             yield text
+    if "%" in clean:
+        yield from _unescaped(clean)
+    yield from _transformed(clean)

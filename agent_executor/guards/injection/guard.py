@@ -20,8 +20,10 @@ import anyio.lowlevel
 from ...context import RunContext
 from ...errors import ConfigurationError, ErrorCode, GuardRejection
 from ..base import ScreenVerdict, user_texts
+from .learned import Reader
+from .learned import load as load_model
 from .normalisation import window
-from .scoring import InjectionScore, score_text
+from .scoring import MAX_SCAN_CHARS, InjectionScore, score_text
 
 __all__ = [
     "REJECTION_MESSAGE",
@@ -94,7 +96,7 @@ class InjectionGuard:
         threshold: float = 0.5,
         classifier: Classifier | None = None,
         tool_results: ToolResultAction = "flag",
-        max_scan_chars: int = 20_000,
+        max_scan_chars: int = MAX_SCAN_CHARS,
         learned: bool = True,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
@@ -110,14 +112,24 @@ class InjectionGuard:
         self.tool_results: ToolResultAction = tool_results
         self.max_scan_chars = max_scan_chars
         self.learned = learned
+        if learned:
+            # Read the weights now (tens of milliseconds, once per process), not in the first
+            # user's request or the first tool result.
+            load_model("user")
+            load_model("tool")
 
-    def score(self, text: str) -> InjectionScore:
-        """The built-in score of ``text`` (rules and learned layer, no classifier): pure, sync."""
-        return score_text(text, max_scan_chars=self.max_scan_chars, learned=self.learned)
+    def score(self, text: str, reader: Reader = "user") -> InjectionScore:
+        """The built-in score of ``text`` (rules and learned layer, no classifier): pure, sync.
 
-    async def assess(self, text: str) -> float:
+        ``reader="tool"`` scores a tool result with the learned model trained on tool outputs.
+        """
+        return score_text(
+            text, max_scan_chars=self.max_scan_chars, learned=self.learned, reader=reader
+        )
+
+    async def assess(self, text: str, reader: Reader = "user") -> float:
         """The final score of ``text``: ``max(heuristic, classifier)``, or the heuristic alone."""
-        heuristic = self.score(text)
+        heuristic = self.score(text, reader)
         if self.classifier is None:
             return heuristic.score
         try:
@@ -141,7 +153,7 @@ class InjectionGuard:
         """Raise ``injection_detected`` if the prompt or a user message scores ≥ threshold."""
         for index, text in enumerate(user_texts(ctx.command)):
             if index:
-                # Scoring is synchronous (~25 ms for a full window): let other tasks run
+                # Scoring is synchronous (milliseconds for a long text): let other tasks run
                 # between the messages of a long history.
                 await anyio.lowlevel.checkpoint()
             if await self.assess(text) >= self.threshold:
@@ -149,7 +161,7 @@ class InjectionGuard:
 
     async def screen_tool_result(self, tool: str, text: str) -> ScreenVerdict | None:
         """Wrap (``flag``) or withhold (``block``) a tool result that looks like an injection."""
-        if self.tool_results == "off" or await self.assess(text) < self.threshold:
+        if self.tool_results == "off" or await self.assess(text, "tool") < self.threshold:
             return None
         logger.info(
             "the result of tool %s looks like a prompt injection (%s)", tool, self.tool_results

@@ -1,18 +1,30 @@
-"""The learned first layer of :class:`~agent_executor.guards.injection.InjectionGuard`.
+"""The learned layer of :class:`~agent_executor.guards.injection.InjectionGuard`.
 
-A logistic regression over the words and word pairs of the normalised text, plus a few
-structural markers (a persona being defined, rules being waived, two answers asked for, a
-conversation role spoofed). The weights live beside this module in ``weights.json``,
-written by ``tests/data/train_injection_model.py`` from the corpora listed in
-``tests/data/SOURCES.md``; inference is plain Python: one regex pass for the words, a marker
-pattern only where its gate words occur, a set intersection with the weight table, a sigmoid.
+A logistic regression over what a normalised text is made of, in any language and script:
 
-Word features are present or absent (not counted); their weights are summed and divided by the
-square root of how many distinct words and pairs the text has, so a long benign text with a
-few attack words is not pushed over by its length, and pasting a text twice changes nothing.
-Markers are added undivided: "free of all restrictions" weighs as much in a 3,000-word
-template as in a paragraph. Texts under ``MIN_WORDS`` words score 0 and are left to the rules.
-The shipped bias is shifted so that 0.5 is the operating point chosen in training.
+- **words and word pairs** (``\\w+`` runs; Chinese and Japanese, written without spaces, are
+  read as overlapping pairs of characters, which play the part of words);
+- **character n-grams** of each word (3 to 5 characters, the word padded ``<word>``, as
+  fastText does), so an inflected or misspelt form shares most of its weight with the form seen
+  in training: ``ignoriere``, ``ignorez``, ``ignora``, ``игнорируй`` all carry ``<ign``;
+- a few **structural markers** written from the jailbreak taxonomies (a persona being defined,
+  rules waived, two answers asked for, a conversation role spoofed).
+
+Two models ship beside this module, trained by ``tests/data/train_injection_model.py`` from
+the corpora listed in ``tests/data/SOURCES.md``: ``weights.json`` for what users send, and
+``weights_tools.json`` for tool results, which are longer, more structured and more
+imperative than a message and need their own operating point.
+
+Inference is plain Python and linear in the text's length: a word's n-gram weights are summed
+once and cached (ordinary text reuses a small vocabulary, so a text costs about one dictionary
+lookup per word), word pairs are a set intersection with the weight table, markers run only
+where their gate words occur. A word counts once however often it occurs; the sum is divided by
+the square root of how many distinct words and pairs the text has, so a long benign text with a
+few attack words is not pushed over by its length. Text longer than a window (256 words for
+messages, 96 for tool results: :data:`WINDOW_WORDS`) is read in windows overlapping by half
+and the highest window wins, so an instruction in the middle of a long tool result weighs
+about as it would alone. The shipped bias is shifted so that 0.5 is the
+operating point chosen in training.
 """
 
 from __future__ import annotations
@@ -20,24 +32,52 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator, Sequence
 from functools import cache
 from importlib import resources
 from itertools import pairwise
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 __all__ = [
     "MIN_WORDS",
-    "MODEL_FILE",
+    "MODEL_FILES",
+    "SHORT_WORDS",
     "STRUCTURE",
+    "WINDOW_WORDS",
     "Model",
+    "Reader",
     "load",
     "probability",
+    "tokens",
     "training_features",
+    "window_features",
+    "windows",
 ]
 
-MODEL_FILE: Final = "weights.json"
+Reader: TypeAlias = Literal["user", "tool"]
+"""Whose text is scored: a message from the user, or a tool's result."""
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
+MODEL_FILES: Final[dict[Reader, str]] = {"user": "weights.json", "tool": "weights_tools.json"}
+
+MIN_WORDS: Final = 3
+"""Texts of fewer words score 0: two words say too little in any language."""
+
+SHORT_WORDS: Final = 8
+"""Texts of fewer words are held to their own operating point (``Model.short_shift``)."""
+
+WINDOW_WORDS: Final[dict[Reader, int]] = {"user": 256, "tool": 96}
+"""Long texts are scored in windows of this many words, a new one every half window. Tool
+results get shorter windows: an instruction planted in a long page is a few dozen words."""
+
+_CACHE_LIMIT = 200_000
+_NGRAMS = (3, 4, 5)
+_LONG_WORD = 40
+
+_WORD_RE = re.compile(
+    "[\\w\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0670"
+    "\u06d6-\u06ed\u0900-\u0dff]+"
+)
+_PAIRED_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
 
 STRUCTURE: Final[dict[str, tuple[str, str]]] = {
     # Markers written from the jailbreak taxonomy of Shen et al., "Do Anything Now" (CCS 2024)
@@ -143,49 +183,102 @@ _MARKERS = tuple(
 )
 
 
-def _tokens(norm: str) -> tuple[list[str], set[str]]:
-    """The words of normalised text and the markers it shows.
+def tokens(norm: str) -> list[str]:
+    """The words of normalised text; runs of Chinese or Japanese become character pairs."""
+    words = _WORD_RE.findall(norm)
+    if norm.isascii() or not _PAIRED_RE.search(norm):
+        return words
+    out: list[str] = []
+    for word in words:
+        if _PAIRED_RE.search(word) is None:
+            out.append(word)
+            continue
+        for piece in re.split(f"({_PAIRED_RE.pattern})", word):
+            if not piece:
+                continue
+            if _PAIRED_RE.fullmatch(piece):
+                out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+            else:
+                out.append(piece)
+    return out
 
-    A marker's pattern runs only when one of its gate words is among the text's words, so
-    ordinary text pays for one set test per marker, not a regex scan.
-    """
-    words = _TOKEN_RE.findall(norm)
-    present = set(words)
-    markers = {
+
+def _markers(norm: str, present: set[str]) -> list[str]:
+    """The structural markers ``norm`` shows (a pattern runs only if a gate word is present)."""
+    return [
         name
         for name, gate, pattern in _MARKERS
         if not gate.isdisjoint(present) and pattern.search(norm)
-    }
-    return words, markers
+    ]
 
 
-def training_features(norm: str) -> list[str]:
-    """The features of normalised text, as strings (a word pair is ``"first second"``)."""
-    words, markers = _tokens(norm)
-    return sorted({*words, *(f"{a} {b}" for a, b in pairwise(words)), *markers})
+def _subwords(word: str) -> list[str]:
+    """A word's own feature and its character n-grams, as strings."""
+    if len(word) > _LONG_WORD:
+        return ["=#long"]
+    padded = f"<{word}>"
+    size = len(padded)
+    grams = [padded[i : i + n] for n in _NGRAMS for i in range(size - n + 1)]
+    return [f"={word}", *grams]
 
 
-def _word_features(words: list[str]) -> set[str | tuple[str, str]]:
-    """The words and adjacent word pairs of :func:`training_features`, pairs as tuples."""
-    found: set[str | tuple[str, str]] = set(words)
-    found.update(pairwise(words))
-    return found
+def window_features(words: Sequence[str], markers: Sequence[str]) -> dict[str, float]:
+    """The features of one window as the trainer sees them: name → value.
+
+    The same numbers :meth:`Model.logit` adds up: n-grams summed over the distinct words,
+    everything divided by the square root of the number of distinct words and pairs; markers
+    (found in the whole text) undivided, 1 each.
+    """
+    distinct = set(words)
+    pairs = set(pairwise(words))
+    scale = 1.0 / math.sqrt(max(1, len(distinct) + len(pairs)))
+    out: dict[str, float] = {}
+    for word in distinct:
+        for gram in _subwords(word):
+            out[gram] = out.get(gram, 0.0) + scale
+    for first, second in pairs:
+        key = f"{first} {second}"
+        out[key] = out.get(key, 0.0) + scale
+    out.update(dict.fromkeys(markers, 1.0))
+    return out
 
 
-MIN_WORDS: Final = 16
-"""Shorter texts are left to the rules: a handful of words gives the word weights too much say
-("From now on, please answer in British English."), and the short attacks ("ignore previous
-instructions") are what the rules are written for."""
+def training_features(norm: str, size: int) -> list[dict[str, float]]:
+    """The features of each window of ``size`` words of normalised text (see
+    :func:`window_features`)."""
+    words = tokens(norm)
+    markers = _markers(norm, set(words))
+    return [window_features(part, markers) for part in windows(words, size)]
+
+
+def windows(words: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    """``words`` whole, or windows of ``size`` words, a new one every half window."""
+    if len(words) <= size:
+        yield words
+        return
+    last = len(words) - size
+    stride = max(1, size // 2)
+    for start in range(0, last + stride, stride):
+        yield words[min(start, last) : min(start, last) + size]
 
 
 class Model:
-    """Weights keyed as :func:`_word_features` and the markers build them, and a bias."""
+    """Weights keyed as :func:`training_features` names them (pairs as tuples), and a bias."""
 
-    __slots__ = ("bias", "weights")
+    __slots__ = ("_word_cache", "bias", "short_shift", "weights", "window")
 
-    def __init__(self, bias: float, weights: dict[str | tuple[str, str], float]) -> None:
+    def __init__(
+        self,
+        bias: float,
+        weights: dict[str | tuple[str, str], float],
+        window: int = 256,
+        short_shift: float = 0.0,
+    ) -> None:
         self.bias = bias
         self.weights = weights
+        self.window = window
+        self.short_shift = short_shift
+        self._word_cache: dict[str, float] = {}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Model:
@@ -195,32 +288,60 @@ class Model:
         for key, weight in raw.items():
             first, _, second = key.partition(" ")
             weights[(first, second) if second else key] = float(weight)
-        bias = data["bias"]
-        assert isinstance(bias, (int, float))
-        return cls(float(bias), weights)
+        bias, window, short = data["bias"], data.get("window", 256), data.get("short_shift", 0)
+        assert isinstance(bias, (int, float)) and isinstance(window, int)
+        assert isinstance(short, (int, float))
+        return cls(float(bias), weights, window, float(short))
+
+    def _missing(self, word: str) -> float:
+        """The summed weight of a word's own feature and its n-grams, cached."""
+        weights = self.weights
+        weight = sum(weights.get(gram, 0.0) for gram in _subwords(word))
+        if len(self._word_cache) >= _CACHE_LIMIT:
+            self._word_cache.clear()
+        self._word_cache[word] = weight
+        return weight
+
+    def _window(self, words: Sequence[str]) -> float:
+        distinct = set(words)
+        pairs = set(pairwise(words))
+        found = list(map(self._word_cache.get, distinct))
+        if None in found:
+            missing = self._missing
+            found = [missing(w) if c is None else c for w, c in zip(distinct, found, strict=True)]
+        total: float = sum(found)  # type: ignore[arg-type]
+        weights = self.weights
+        total += sum(map(weights.__getitem__, weights.keys() & pairs))
+        return total / math.sqrt(len(distinct) + len(pairs))
+
+    def logit(self, norm: str) -> float | None:
+        """The decision value of normalised text (0 at the operating point), or ``None`` when
+        it has fewer than :data:`MIN_WORDS` words."""
+        words = tokens(norm)
+        if len(words) < MIN_WORDS:
+            return None
+        best = max(self._window(part) for part in windows(words, self.window))
+        weights = self.weights
+        marked = sum(weights.get(m, 0.0) for m in _markers(norm, set(words)))
+        z = self.bias + best + marked
+        return z - self.short_shift if len(words) < SHORT_WORDS else z
 
     def probability(self, norm: str) -> float:
         """P(injection) for normalised text."""
-        words, markers = _tokens(norm)
-        if len(words) < MIN_WORDS:
-            return 0.0
-        found = _word_features(words)
-        weights = self.weights
-        total = sum(weights[f] for f in weights.keys() & found)
-        z = self.bias + total / math.sqrt(len(found))
-        z += sum(weights.get(m, 0.0) for m in markers)
-        if z < -30.0:
+        z = self.logit(norm)
+        if z is None or z < -30.0:
             return 0.0
         return 1.0 / (1.0 + math.exp(-z))
 
 
 @cache
-def load() -> Model:
-    """The shipped model (read once, on first use)."""
-    text = resources.files(__package__).joinpath(MODEL_FILE).read_text(encoding="utf-8")
+def load(reader: Reader = "user") -> Model:
+    """The shipped model for ``reader`` (read once, on first use)."""
+    files = resources.files(__package__)
+    text = files.joinpath(MODEL_FILES[reader]).read_text(encoding="utf-8")
     return Model.from_json(json.loads(text))
 
 
-def probability(norm: str) -> float:
-    """P(injection) of normalised text under the shipped model."""
-    return load().probability(norm)
+def probability(norm: str, reader: Reader = "user") -> float:
+    """P(injection) of normalised text under the shipped model for ``reader``."""
+    return load(reader).probability(norm)

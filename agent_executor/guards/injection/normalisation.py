@@ -61,7 +61,7 @@ _CONFUSABLES = str.maketrans(
         "\u00bb": '"', "\u2033": '"',
     }
 )  # fmt: skip
-_SPACES_RE = re.compile(r"[^\S\n]+")
+_SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")  # runs of 2+, or one that is not " "
 _NEWLINES_RE = re.compile(r" ?\n[\s]*")
 _PUNCT_RE = re.compile(r"[^\w\n ]")
 _LEET_TOKEN_RE = re.compile(r"[a-z0-9@$!|]{2,}")
@@ -71,6 +71,10 @@ LEET_I = str.maketrans("0134578@$!|", "oieastbasil")
 LEET_L = str.maketrans("0134578@$!|", "oleastbasil")
 """Leetspeak read with ``1`` and ``|`` as ``l``."""
 _NON_LETTERS_RE = re.compile(r"[^a-z]+")
+_NON_LETTER_BYTES = bytes(code for code in range(256) if not 97 <= code <= 122)
+_ASCII_PUNCT = str.maketrans(
+    {chr(code): " " for code in range(128) if not (chr(code).isalnum() or chr(code) in "_\n ")}
+)
 
 
 def window(text: str, limit: int) -> str:
@@ -92,8 +96,12 @@ def clean(text: str) -> str:
 def fold(clean: str) -> str:
     """Accents dropped, look-alikes mapped to Latin, case folded, spaces collapsed."""
     if not clean.isascii():
-        clean = _MARKS_RE.sub("", unicodedata.normalize("NFKD", clean)).translate(_CONFUSABLES)
-    folded = clean.casefold()
+        # Case is folded before look-alikes are mapped, so that a capital with no Latin twin
+        # (``З``) reads as its small letter does (``з`` → ``3``).
+        decomposed = _MARKS_RE.sub("", unicodedata.normalize("NFKD", clean))
+        folded = decomposed.casefold().translate(_CONFUSABLES)
+    else:
+        folded = clean.casefold()
     return _NEWLINES_RE.sub("\n", _SPACES_RE.sub(" ", folded)).strip()
 
 
@@ -104,6 +112,8 @@ def normalise(text: str) -> str:
 
 def words_view(norm: str) -> str:
     """Normalised text with punctuation turned into spaces: what the word rules read."""
+    if norm.isascii():
+        return norm.translate(_ASCII_PUNCT)
     return _PUNCT_RE.sub(" ", norm)
 
 
@@ -125,16 +135,62 @@ def deleet(text: str, table: dict[int, int]) -> str:
     return _LEET_TOKEN_RE.sub(swap, text)
 
 
+_LEET_MARGIN = 200
+"""Characters kept around a leet token in a long text's reading: more than any rule spans."""
+
+
+def _mixed(token: str) -> bool:
+    return not token.isalpha() and any(ch.isalpha() for ch in token)
+
+
 def leet_readings(norm: str) -> list[str]:
-    """The leetspeak readings of normalised text that differ from it (``1`` as i, then as l)."""
+    """The leetspeak readings of normalised text that differ from it (``1`` as i, then as l).
+
+    A long text is read only around its leet tokens (``_LEET_MARGIN`` characters either side,
+    the pieces joined by newlines): an ``mp3`` or ``h1`` in a long page no longer doubles the
+    rules' work, and every match a leet token takes part in still lies inside a piece.
+    """
     if not _LEET_HINT_RE.search(norm):
         return []
-    variants = (deleet(norm, table) for table in (LEET_I, LEET_L))
-    return [variant for variant in variants if variant != norm]
+    if len(norm) <= 4 * _LEET_MARGIN:
+        pieces = [norm]
+    else:
+        regions: list[list[int]] = []
+        for match in _LEET_TOKEN_RE.finditer(norm):
+            if not _mixed(match.group()):
+                continue
+            start = max(0, match.start() - _LEET_MARGIN)
+            end = min(len(norm), match.end() + _LEET_MARGIN)
+            if regions and start <= regions[-1][1]:
+                regions[-1][1] = end
+            else:
+                regions.append([start, end])
+        pieces = [norm[_word_start(norm, a) : _word_end(norm, b)] for a, b in regions]
+    out = []
+    for table in (LEET_I, LEET_L):
+        read = [deleet(piece, table) for piece in pieces]
+        if read != pieces:
+            out.append("\n".join(read))
+    return out
+
+
+def _word_start(text: str, at: int) -> int:
+    """``at`` moved back to the start of the word it falls in."""
+    return 0 if at == 0 else text.rfind(" ", 0, at) + 1
+
+
+def _word_end(text: str, at: int) -> int:
+    """``at`` moved on to the end of the word it falls in."""
+    if at >= len(text):
+        return len(text)
+    found = text.find(" ", at)
+    return len(text) if found < 0 else found
 
 
 def letters_only(norm: str) -> str:
     """Only the letters of normalised text: ``i g n o r e`` and ``i.g.n.o.r.e`` read ``ignore``."""
+    if norm.isascii():
+        return norm.encode("ascii").translate(None, _NON_LETTER_BYTES).decode("ascii")
     return _NON_LETTERS_RE.sub("", norm)
 
 

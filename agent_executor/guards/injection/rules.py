@@ -3,9 +3,9 @@
 The rules are data, not code: the table is what grows with every new attack phrasing, and it
 reads best as patterns alone, without the code that runs them. ``rules.json`` says how its
 entries are written (its ``about``); this module joins, expands and compiles them, and runs
-them on a text: the word rules only where :class:`~.word_gate.WordGate` says their first words
-occur, the rules of the punctuated text only when one alternation of all of them finds
-something.
+them on a text: the word rules only where :class:`~.word_gate.WordGate` says the words they
+need occur, and only at the words they can start with; the rules of the punctuated text only
+when :class:`~.word_gate.LiteralGate` finds the strings they need.
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ from importlib import resources
 from typing import Any, Final, TypeAlias
 
 from .categories import RULE_CATEGORIES
-from .word_gate import WordGate
+from .normalisation import normalise
+from .word_gate import LiteralGate, WordGate
 
 __all__ = [
     "ANY_ON_NORM",
     "COMPACT",
+    "COMPACT_GATE",
     "FOLLOW_RE",
+    "NORM_GATE",
     "NORM_RULES",
     "QUESTION_RE",
     "RULES",
@@ -32,6 +35,7 @@ __all__ = [
     "WORD_GATE",
     "WORD_RULES",
     "Rule",
+    "match_compact",
     "match_rules",
     "words",
 ]
@@ -52,6 +56,7 @@ class Rule:
     weight: float
     pattern: re.Pattern[str]
     on_words: bool  # True: matched against the text with punctuation turned into spaces
+    non_latin: bool = False  # True: can only match text with letters of another script
 
 
 def words(*alternatives: str) -> str:
@@ -82,6 +87,11 @@ def _rule(entry: Mapping[str, Any], expand: _Expand) -> Rule:
     if "words" in entry:
         pattern = words(*(expand(alternative) for alternative in entry["words"]))
         return Rule(category, weight, re.compile(pattern), on_words=True)
+    if "native" in entry:
+        native = re.compile(normalise(expand(entry["native"])))
+        return Rule(
+            category, weight, native, on_words=False, non_latin=entry.get("non_latin", False)
+        )
     return Rule(category, weight, re.compile(expand(entry["text"])), on_words=False)
 
 
@@ -99,17 +109,23 @@ RULES: Final = tuple(
 )
 """Every phrase rule, in file order."""
 WORD_RULES: Final = tuple(rule for rule in RULES if rule.on_words)
-NORM_RULES: Final = tuple(rule for rule in RULES if not rule.on_words)
+NORM_RULES: Final = tuple(rule for rule in RULES if not rule.on_words and not rule.non_latin)
+SCRIPT_RULES: Final = tuple(rule for rule in RULES if rule.non_latin)
+"""Rules written in another script than Latin: never run on an ASCII text."""
+SCRIPT_GATE: Final = LiteralGate([rule.pattern for rule in SCRIPT_RULES])
 WORD_GATE: Final = WordGate([rule.pattern for rule in WORD_RULES])
 """Picks the word rules worth running from the words of a text (most texts need few or none)."""
 ANY_ON_NORM: Final = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in NORM_RULES))
 """One pass that decides whether any rule of the normalised view can match."""
+NORM_GATE: Final = LiteralGate([rule.pattern for rule in NORM_RULES])
+"""Picks the rules of the normalised view worth running from the strings they need."""
 
 COMPACT: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = tuple(
     (entry["category"], float(entry["weight"]), re.compile(_expand(entry["letters"])))
     for entry in _DATA["compact"]
 )
 """Key phrases matched in the letters-only text (catches ``i g n o r e``, ``i.g.n.o.r.e``)."""
+COMPACT_GATE: Final = LiteralGate([pattern for _, _, pattern in COMPACT])
 
 TOPIC_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["topic"])))
 """Text *about* injection (questions, code, research) rather than an attempt at it."""
@@ -122,11 +138,26 @@ del _DATA
 
 def match_rules(norm: str, words_text: str) -> Iterator[tuple[str, float, int, int]]:
     """``(category, weight, start, end)`` of every rule match in a text's two views."""
-    for index in sorted(WORD_GATE.candidates(words_text)):
+    tokens = WORD_GATE.tokens(words_text)
+    for index in WORD_GATE.runnable(tokens):
         rule = WORD_RULES[index]
-        for match in rule.pattern.finditer(words_text):
+        for match in WORD_GATE.finditer(index, tokens):
             yield rule.category, rule.weight, match.start(), match.end()
-    if ANY_ON_NORM.search(norm):
-        for rule in NORM_RULES:
-            for match in rule.pattern.finditer(norm):
-                yield rule.category, rule.weight, match.start(), match.end()
+    for index in NORM_GATE.candidates(norm):
+        rule = NORM_RULES[index]
+        for match in rule.pattern.finditer(norm):
+            yield rule.category, rule.weight, match.start(), match.end()
+    if norm.isascii():
+        return
+    for index in SCRIPT_GATE.candidates(norm):
+        rule = SCRIPT_RULES[index]
+        for match in rule.pattern.finditer(norm):
+            yield rule.category, rule.weight, match.start(), match.end()
+
+
+def match_compact(letters: str) -> Iterator[tuple[str, float]]:
+    """``(category, weight)`` of every compact rule found in a letters-only text."""
+    for index in COMPACT_GATE.candidates(letters):
+        category, weight, pattern = COMPACT[index]
+        if pattern.search(letters):
+            yield category, weight

@@ -2,8 +2,9 @@
 
 How a text is scored (all offline, pure and linear in the text's length):
 
-1. **Window.** At most ``max_scan_chars`` characters are looked at: the whole text if it is
-   short enough, else its first and last halves (injections hide at either end of long text).
+1. **Window.** At most ``max_scan_chars`` characters are looked at (100,000 by default, the
+   executor's default ``max_tool_result_chars``, so a whole tool result is read): the whole
+   text if it is short enough, else its first and last halves.
 2. **Normalise** (:func:`~.normalisation.normalise`): NFKC (full-width and mathematical letters
    become ASCII), invisible characters removed (zero-width, bidi controls, soft hyphen,
    variation selectors, Unicode tags), accents dropped, Cyrillic and Greek look-alikes mapped
@@ -11,15 +12,17 @@ How a text is scored (all offline, pure and linear in the text's length):
 3. **Variants.** Besides the normalised text the rules also run on: a leetspeak reading
    (``0→o, 1→i or l, 3→e, 4→a, 5→s, 7→t, @→a, $→s``), the letters-only text (for spaced or
    dotted-out key phrases such as ``i g n o r e``), text smuggled in Unicode tag characters,
-   and base64 and hex blobs of 16+ characters that decode to readable text (two levels deep).
+   and what :mod:`.decoding` finds hidden: base64, base32, hex, binary and URL-escaped text,
+   and text reversed or in ROT13 (two levels deep).
 4. **Rules** (``rules.json``, compiled by :mod:`.rules`). Precompiled regular expressions
    (bounded repetitions only, so matching stays linear), each with a category and a weight in
    (0, 1): ``instruction_override``, ``prompt_extraction``, ``roleplay_jailbreak``,
    ``role_spoofing``, ``indirect_injection`` (text addressed to an AI that reads it),
    ``exfiltration``, ``authority_claim`` and ``obfuscation``; English, French, German and
-   Spanish. Strong phrasings weigh 0.8-0.9 and flag on their own; ambiguous ones (``new
-   instructions:``, a line starting ``system:``) weigh 0.25-0.45 and only flag together with a
-   signal of another category.
+   Spanish, and the plainest overrides and prompt requests in Italian, Portuguese, Turkish,
+   Russian, Arabic, Persian, Hindi, Chinese, Japanese and Korean. Strong phrasings weigh
+   0.8-0.9 and flag on their own; ambiguous ones (``new instructions:``, a line starting
+   ``system:``) weigh 0.25-0.45 and only flag together with a signal of another category.
 5. **Combine.** A category counts with its strongest match; categories combine by noisy-OR,
    ``score = 1 - prod(1 - w_c)``. A message that *talks about* injection (every match quoted
    in a question or a text about prompt injection; or a single matched category in one) has
@@ -32,11 +35,12 @@ The default threshold 0.5 therefore flags any single strong phrase, or two mediu
 lets single ambiguous words through.
 
 6. **Learned layer** (``learned=True``, the default; :mod:`.learned`): a logistic regression
-   over the words, word pairs and jailbreak markers of the same normalised window, trained on
-   public corpora nobody here wrote. It catches the long role-play jailbreaks (personas free
-   of all rules, dual answers, developer modes) that no phrase rule covers; when it reaches
-   0.5 the score is the larger of the two and the reason ``learned`` is added. Texts under 16
-   words are left to the rules.
+   over the words, word pairs, character n-grams and jailbreak markers of the same normalised
+   text and of each hidden reading (:mod:`.views`), in windows of 256 words, trained on public
+   corpora nobody here wrote; one model for messages, one for tool results (``reader``). It
+   catches what no phrase rule covers (role-play jailbreaks, overrides in other wordings and
+   languages); when it reaches 0.5 the score is the larger of the two and the reason
+   ``learned`` is added. Texts of fewer than 3 words score 0 there.
 
 See ``docs/guards.md`` for the measured detection and false-positive rates, cross-source.
 """
@@ -60,9 +64,14 @@ from .normalisation import (
     window,
     words_view,
 )
-from .rules import COMPACT, FOLLOW_RE, QUESTION_RE, TOPIC_RE, match_rules
+from .rules import FOLLOW_RE, QUESTION_RE, TOPIC_RE, match_compact, match_rules
+from .views import readings
 
-__all__ = ["DISCUSSION_FACTOR", "HIDDEN_BOOST", "InjectionScore", "score_text"]
+__all__ = ["DISCUSSION_FACTOR", "HIDDEN_BOOST", "MAX_SCAN_CHARS", "InjectionScore", "score_text"]
+
+MAX_SCAN_CHARS = 100_000
+"""Characters read by default: the executor's default ``max_tool_result_chars``, so a whole
+tool result is read, and three times ``InputValidationGuard``'s default message limit."""
 
 DISCUSSION_FACTOR = 0.45
 """Multiplier for text that discusses injection rather than attempting it."""
@@ -96,6 +105,8 @@ class _Analysis:
     follow: bool = False
     suspicious: bool = False
     norm: str = ""
+    decoded: list[str] = field(default_factory=list)  # what blobs and transforms hid
+    leet: list[str] = field(default_factory=list)  # the leetspeak readings of norm
 
 
 def _keep_max(weights: dict[str, float], category: str, weight: float) -> None:
@@ -105,6 +116,28 @@ def _keep_max(weights: dict[str, float], category: str, weight: float) -> None:
 
 def _quoted_spans(norm: str) -> list[tuple[int, int]]:
     return [m.span() for m in _QUOTED_RE.finditer(norm)]
+
+
+_CONTEXT = 300
+"""Characters either side of a match where a cue of discussion counts (see ``_near``)."""
+
+
+def _near(text: str, found: list[tuple[int, int]]) -> str:
+    """The parts of ``text`` within ``_CONTEXT`` characters of a match, joined by newlines.
+
+    Whether a match is talk *about* injection is read around it: in a long tool result, a
+    page about regular expressions three screens away does not excuse an instruction.
+    """
+    if len(text) <= 2 * _CONTEXT:
+        return text
+    merged: list[list[int]] = []
+    for start, end in sorted(found):
+        start, end = max(0, start - _CONTEXT), end + _CONTEXT
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return "\n".join(text[start:end] for start, end in merged)
 
 
 def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
@@ -119,17 +152,21 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
     words = words_view(norm)
     result.suspicious = mixed_scripts(text)
     spans = _quoted_spans(norm) if any(q in norm for q in "'\"`") else []
+    found: list[tuple[int, int]] = []
     for category, weight, start, end in match_rules(norm, words):
         _keep_max(result.plain, category, weight)
+        found.append((start, end))
         if not _inside(spans, start, end):
             result.all_quoted = False
     if result.plain:
-        result.topic = bool(TOPIC_RE.search(words))
-        result.question = "?" in norm and bool(QUESTION_RE.search(words))
-        result.follow = bool(FOLLOW_RE.search(words))
+        near_words, near_norm = _near(words, found), _near(norm, found)
+        result.topic = bool(TOPIC_RE.search(near_words))
+        result.question = "?" in near_norm and bool(QUESTION_RE.search(near_words))
+        result.follow = bool(FOLLOW_RE.search(near_words))
     _obfuscated_readings(result, text, norm)
     if depth < _MAX_DEPTH:
-        for decoded in blobs(cleaned):
+        result.decoded = list(blobs(cleaned))
+        for decoded in result.decoded:
             inner = _analyse(decoded, depth + 1)
             for category, weight in _merged(inner).items():
                 _keep_max(result.encoded, category, weight)
@@ -138,14 +175,13 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
 
 def _obfuscated_readings(result: _Analysis, text: str, norm: str) -> None:
     """Leetspeak, letters-only and Unicode-tag readings of the text, into ``result.hidden``."""
-    variants = leet_readings(norm)
+    variants = result.leet = leet_readings(norm)
     for variant in variants:
         for category, weight, _, _ in match_rules(variant, words_view(variant)):
             _keep_max(result.hidden, category, weight)
     for compact in [letters_only(norm), *map(letters_only, variants)]:
-        for category, weight, pattern in COMPACT:
-            if pattern.search(compact):
-                _keep_max(result.hidden, category, weight)
+        for category, weight in match_compact(compact):
+            _keep_max(result.hidden, category, weight)
     for smuggled in tag_smuggled(text):
         for category, weight in _merged(_analyse(smuggled, _MAX_DEPTH)).items():
             _keep_max(result.hidden, category, weight)
@@ -188,14 +224,25 @@ def _news(found: dict[str, float], known: dict[str, float]) -> dict[str, float]:
     }
 
 
-def score_text(text: str, *, max_scan_chars: int = 20_000, learned: bool = True) -> InjectionScore:
+def score_text(
+    text: str,
+    *,
+    max_scan_chars: int = MAX_SCAN_CHARS,
+    learned: bool = True,
+    reader: learned_model.Reader = "user",
+    model: learned_model.Model | None = None,
+) -> InjectionScore:
     """The score of ``text``: the rules' and, with ``learned``, the learned layer's, the larger.
 
     See the module docstring for the rules' formula. The learned layer reads the same
-    normalised window and counts only at its operating point (0.5 and up, reason
-    ``learned``); below it the rules' score stands alone.
+    normalised text and its decoded readings with the model for ``reader`` (a user's message
+    or a tool's result) and counts only at its operating point (0.5 and up, reason
+    ``learned``); below it the rules' score stands alone. Text that only talks about
+    injection (see ``discussion``) has the learned layer's part discounted as the rules'.
+    ``model`` replaces the shipped model (the trainer scores retrained ones this way).
     """
-    analysis = _analyse(window(text, max_scan_chars))
+    scanned = window(text, max_scan_chars)
+    analysis = _analyse(scanned)
     plain = analysis.plain
     hidden = _news(analysis.hidden, plain)
     encoded = _news(analysis.encoded, {**plain, **hidden})
@@ -213,7 +260,12 @@ def score_text(text: str, *, max_scan_chars: int = 20_000, learned: bool = True)
         reasons.add(DISCUSSION)
     score = min(1.0, max(0.0, _noisy_or(signals)))
     if learned:
-        probability = learned_model.probability(analysis.norm)
+        model = model or learned_model.load(reader)
+        probability = model.probability(analysis.norm)
+        for reading in readings(analysis.norm, analysis.decoded, analysis.leet):
+            probability = max(probability, model.probability(reading))
+        if discussion:
+            probability *= DISCUSSION_FACTOR
         if probability >= 0.5:
             reasons.add(LEARNED)
             score = max(score, probability)

@@ -9,15 +9,22 @@ starting ``igno`` or ``disr``. :class:`WordGate` reads those first letters off e
 pattern (its parse tree) once, and then picks the rules worth running for a text from the
 text's words with a few dictionary look-ups per word.
 
-The gate is conservative: a rule it cannot prove anchored to a word start, or whose first
-letters it cannot read (a character class, a wildcard, an optional prefix that may be empty), is
-always a candidate. So a pattern may run for nothing, but never fails to run where it matches.
+The same reading gives more: each word that follows a run of whitespace in a pattern must
+occur too (``ignore ... previous ... instructions``), so :meth:`WordGate.runnable` skips a rule
+unless all of them do, and :meth:`WordGate.finditer` tries a rule only at the words it can start
+with instead of at every character. :class:`LiteralGate` does the like for patterns of the
+punctuated text: the literal strings a match must contain (``<|``, ``://``) are looked for with
+``in`` before the pattern runs.
+
+The gates are conservative: a rule whose start cannot be proved anchored to a word, or whose
+letters cannot be read (a character class, a wildcard, an optional prefix that may be empty),
+always runs. So a pattern may run for nothing, but never fails to run where it matches.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 try:
@@ -27,13 +34,20 @@ except ImportError:  # Python 3.10
     import sre_constants as _c
     import sre_parse as _p
 
-__all__ = ["WordGate"]
+__all__ = ["LiteralGate", "Tokens", "WordGate"]
 
 _OPEN, _WORD, _PREFIX = 0, 1, 2  # still reading; the word must equal / start with the text
 _WORD_CHAR = re.compile(r"\w")
 _SPACE_CATEGORIES = frozenset({_c.CATEGORY_SPACE, _c.CATEGORY_LINEBREAK})
 
 _State = tuple[str, bool, int]  # (letters read, anchored at a word start, _OPEN/_WORD/_PREFIX)
+_Clause = tuple[frozenset[str], frozenset[str]]  # one of these whole words or word prefixes
+_Needs = tuple[tuple[frozenset[str], ...], ...]  # any alternative: all of its clauses
+_REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT))
+_ZERO_WIDTH = (_c.AT, _c.ASSERT, _c.ASSERT_NOT)
+_MAX_CLAUSES = 3
+_NONE: frozenset[int] = frozenset()
+_MAX_CLASS_CHARS = 10
 
 
 class _Ungated(Exception):
@@ -48,14 +62,27 @@ class WordGate:
     that can match in it, and usually far fewer than all of them.
     """
 
-    __slots__ = ("_always", "_by_prefix", "_by_word", "_lengths")
+    __slots__ = (
+        "_always",
+        "_by_key",
+        "_by_prefix",
+        "_by_word",
+        "_keys",
+        "_lengths",
+        "_needs",
+        "_patterns",
+        "_starts",
+        "_token_lengths",
+    )
 
     def __init__(self, patterns: Sequence[re.Pattern[str]], prefix_chars: int = 4) -> None:
         always: set[int] = set()
         by_word: dict[str, set[int]] = {}
         by_prefix: dict[str, set[int]] = {}
+        starts_of: list[_Clause | None] = []
         for index, pattern in enumerate(patterns):
             starts = _first_letters(pattern, prefix_chars)
+            starts_of.append(None if starts is None else _clause(starts))
             if starts is None:
                 always.add(index)
                 continue
@@ -65,6 +92,25 @@ class WordGate:
         self._by_word = {word: frozenset(found) for word, found in by_word.items()}
         self._by_prefix = {prefix: frozenset(found) for prefix, found in by_prefix.items()}
         self._lengths = tuple(sorted({len(prefix) for prefix in by_prefix}))
+        self._patterns = tuple(patterns)
+        self._starts = tuple(starts_of)
+        needs = [_word_needs(pattern, prefix_chars) for pattern in patterns]
+        clauses = [c for alts in needs for alt in alts or () for c in alt]
+        clauses += [c for c in self._starts if c is not None]
+        self._token_lengths = tuple(sorted({len(p) for _, prefixes in clauses for p in prefixes}))
+        self._keys = (
+            frozenset(w for words, _ in clauses for w in words),
+            frozenset(p for _, prefixes in clauses for p in prefixes),
+        )
+        self._needs = tuple(
+            None if alts is None else tuple(tuple(map(_tagged, alt)) for alt in alts)
+            for alts in needs
+        )
+        by_key: dict[str, set[int]] = {}
+        for index, start in enumerate(self._starts):
+            for key in () if start is None else _tagged(start):
+                by_key.setdefault(key, set()).add(index)
+        self._by_key = {key: frozenset(found) for key, found in by_key.items()}
 
     @property
     def always(self) -> frozenset[int]:
@@ -85,13 +131,256 @@ class WordGate:
                     found |= hit
         return found
 
+    def tokens(self, words: str) -> Tokens:
+        """The words of a words-view text, read once for :meth:`runnable` and :meth:`finditer`."""
+        return Tokens(words, self._token_lengths, self._keys)
 
-def _first_letters(pattern: re.Pattern[str], limit: int) -> set[tuple[str, int]] | None:
-    """The (letters, _WORD or _PREFIX) a match of ``pattern`` begins with, or None if unknown."""
+    def runnable(self, tokens: Tokens) -> list[int]:
+        """Indices, in order, of the patterns that can match: every word they need is there.
+
+        Stricter than :meth:`candidates`: besides the first word, each word that follows a
+        run of whitespace in a pattern (``ignore ... previous ... instructions``) must occur.
+        """
+        present = tokens.present
+        found = set(self._always)
+        for key in present:
+            found |= self._by_key.get(key, _NONE)
+        needs_of = self._needs
+        return [
+            index
+            for index in sorted(found)
+            if (needs := needs_of[index]) is None
+            or any(all(not clause.isdisjoint(present) for clause in alt) for alt in needs)
+        ]
+
+    def finditer(self, index: int, tokens: Tokens) -> Iterator[re.Match[str]]:
+        """The matches of pattern ``index`` in the text, as ``finditer`` finds them.
+
+        A gated pattern is tried only at the starts of the words its first letters allow,
+        which gives the same non-overlapping matches as a scan of every position.
+        """
+        pattern, starts = self._patterns[index], self._starts[index]
+        if starts is None:
+            yield from pattern.finditer(tokens.text)
+            return
+        positions = tokens.starts(starts)
+        if len(positions) > _SCAN_ABOVE:
+            # A common first word ("you", "the"): one scan in C beats a match per occurrence.
+            yield from pattern.finditer(tokens.text)
+            return
+        end = 0
+        for position in positions:
+            if position < end:
+                continue
+            match = pattern.match(tokens.text, position)
+            if match is not None:
+                yield match
+                end = max(match.end(), position + 1)
+
+
+_SCAN_ABOVE = 24
+"""Word starts above which a gated pattern scans the whole text instead."""
+
+
+class Tokens:
+    """The whitespace-separated words of a words-view text, and their prefixes.
+
+    ``present`` holds the gate's keys found in the text: whole words as they are, word
+    prefixes marked with a leading ``*`` (a character no word contains).
+    """
+
+    __slots__ = ("_padded", "prefixes", "present", "text", "words")
+
+    def __init__(
+        self, text: str, lengths: Sequence[int], keys: tuple[frozenset[str], frozenset[str]]
+    ) -> None:
+        self.text = text
+        self.words = set(text.split())
+        self.prefixes = {word[:length] for length in lengths for word in self.words} & keys[1]
+        self.present = (self.words & keys[0]) | {"*" + prefix for prefix in self.prefixes}
+        self._padded = ""
+
+    def starts(self, clause: _Clause) -> list[int]:
+        """Offsets of the words that are one of ``clause``'s words or start with its prefixes."""
+        if not self._padded:  # a words view separates its words by spaces and newlines only
+            self._padded = f" {self.text} ".replace("\n", " ")
+        padded = self._padded
+        found: set[int] = set()
+        for keys, end in ((clause[0] & self.words, " "), (clause[1] & self.prefixes, "")):
+            for key in keys:
+                needle = f" {key}{end}"
+                at = padded.find(needle)
+                while at >= 0:
+                    found.add(at)
+                    if len(found) > _SCAN_ABOVE:
+                        return sorted(found)
+                    at = padded.find(needle, at + 1)
+        return sorted(found)
+
+
+class LiteralGate:
+    """Picks, among ``patterns``, those whose necessary substrings all occur in a text.
+
+    Read off each pattern's parse tree: the literal runs a match must contain (``<|``, one of
+    ``system``/``admin``/..., ``://``). A few substring searches then replace a regex scan
+    for most texts. A pattern with nothing to read runs for every text.
+    """
+
+    __slots__ = ("_needs",)
+
+    def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
+        self._needs = tuple(_literal_needs(pattern) for pattern in patterns)
+
+    def candidates(self, text: str) -> list[int]:
+        """Indices, in order, of the patterns that can match in ``text``."""
+        found: dict[str, bool] = {}
+
+        def occurs(clause: frozenset[str]) -> bool:
+            for string in clause:
+                hit = found.get(string)
+                if hit is None:
+                    hit = found[string] = string in text
+                if hit:
+                    return True
+            return False
+
+        return [
+            index
+            for index, needs in enumerate(self._needs)
+            if needs is None or any(all(map(occurs, alt)) for alt in needs)
+        ]
+
+
+def _clause(starts: set[tuple[str, int]]) -> _Clause:
+    words = frozenset(text for text, kind in starts if kind == _WORD)
+    return words, frozenset(text for text, kind in starts if kind != _WORD)
+
+
+def _tagged(clause: _Clause) -> frozenset[str]:
+    """A clause as one set of keys: whole words as they are, prefixes after a ``*``."""
+    return clause[0] | frozenset("*" + prefix for prefix in clause[1])
+
+
+def _parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:
     if pattern.flags & re.IGNORECASE:
         return None
     try:
-        states = _sequence(_p.parse(pattern.pattern, pattern.flags), {("", False, _OPEN)}, limit)
+        return list(_p.parse(pattern.pattern, pattern.flags))
+    except Exception:  # fail open: no gate
+        return None
+
+
+def _alternatives(items: list[tuple[Any, Any]], anchored: bool) -> list[tuple[Any, bool]]:
+    """The top-level alternatives of a pattern (through groups), and whether ``\\b`` leads."""
+    content = [(op, arg) for op, arg in items if op not in _ZERO_WIDTH]
+    if len(content) == 1:
+        leading = items[: items.index(content[0])]
+        anchored = anchored or (_c.AT, _c.AT_BOUNDARY) in leading
+        op, arg = content[0]
+        if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
+            return _alternatives(list(arg[-1]), anchored)
+        if op is _c.BRANCH:
+            return [alt for body in arg[1] for alt in _alternatives(list(body), anchored)]
+    return [(items, anchored)]
+
+
+def _word_needs(pattern: re.Pattern[str], limit: int) -> tuple[tuple[_Clause, ...], ...] | None:
+    """For each alternative, the words that begin it and that follow its runs of whitespace."""
+    items = _parsed(pattern)
+    if items is None:
+        return None
+    out: list[tuple[_Clause, ...]] = []
+    for alt, anchored in _alternatives(items, False):
+        slots = [(0, anchored)] + [(i + 1, True) for i, item in enumerate(alt) if _spaces(item)]
+        clauses: list[_Clause] = []
+        for start, slot_anchored in slots:
+            found = _letters_from(alt[start:], slot_anchored, limit)
+            if found is not None:
+                clauses.append(_clause(found))
+        out.append(tuple(clauses))
+    return tuple(out)
+
+
+def _spaces(item: tuple[Any, Any]) -> bool:
+    """Whether ``item`` is ``\\s+`` (one or more whitespace characters)."""
+    op, arg = item
+    if op not in _REPEATS or arg[0] < 1:
+        return False
+    body = list(arg[2])
+    return body == [(_c.IN, [(_c.CATEGORY, _c.CATEGORY_SPACE)])]
+
+
+def _literal_needs(pattern: re.Pattern[str]) -> _Needs | None:
+    """For each alternative, the sets of strings one of which any match must contain."""
+    items = _parsed(pattern)
+    if items is None:
+        return None
+    out: list[tuple[frozenset[str], ...]] = []
+    for alt, _ in _alternatives(items, False):
+        clauses = sorted(set(_literals(alt)), key=_selectivity, reverse=True)[:_MAX_CLAUSES]
+        if not clauses:
+            return None
+        out.append(tuple(sorted(clauses, key=len)))  # fewest searches first
+    return tuple(out)
+
+
+def _selectivity(clause: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
+    return min(map(len, clause)), -len(clause), tuple(sorted(clause))
+
+
+def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
+    """Clauses (sets of strings, one of which occurs in every match) of a sequence."""
+    out: list[frozenset[str]] = []
+    run: list[str] = []
+    for op, arg in items:
+        if op is _c.LITERAL:
+            run.append(chr(arg))
+            continue
+        if op in _ZERO_WIDTH:
+            continue  # consumes nothing: the letters either side stay adjacent
+        if run:
+            out.append(frozenset({"".join(run)}))
+            run = []
+        if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
+            out += _literals(arg[-1])
+        elif op is _c.BRANCH:
+            picks = [max(_literals(body), key=_selectivity, default=None) for body in arg[1]]
+            if all(pick is not None for pick in picks):
+                out.append(frozenset().union(*(pick for pick in picks if pick is not None)))
+        elif op in _REPEATS and arg[0] >= 1:
+            out += _literals(arg[2])
+        elif op is _c.IN:
+            chars = _class_chars(arg)
+            if chars:
+                out.append(frozenset(chars))
+    if run:
+        out.append(frozenset({"".join(run)}))
+    return out
+
+
+def _class_chars(members: Any) -> list[str] | None:
+    chars: list[str] = []
+    for op, arg in members:
+        if op is _c.LITERAL:
+            chars.append(chr(arg))
+        elif op is _c.RANGE and arg[1] - arg[0] < _MAX_CLASS_CHARS:
+            chars.extend(chr(code) for code in range(arg[0], arg[1] + 1))
+        else:
+            return None
+    return chars if len(chars) <= _MAX_CLASS_CHARS else None
+
+
+def _first_letters(pattern: re.Pattern[str], limit: int) -> set[tuple[str, int]] | None:
+    """The (letters, _WORD or _PREFIX) a match of ``pattern`` begins with, or None if unknown."""
+    items = _parsed(pattern)
+    return None if items is None else _letters_from(items, False, limit)
+
+
+def _letters_from(
+    items: Iterable[tuple[Any, Any]], anchored: bool, limit: int
+) -> set[tuple[str, int]] | None:
+    try:
+        states = _sequence(items, {("", anchored, _OPEN)}, limit)
         return {(text, _PREFIX if kind == _OPEN else kind) for text, _, kind in _end(states)}
     except _Ungated:
         return None
