@@ -1,24 +1,22 @@
 """Measure InjectionGuard: cross-source detection and false positives, cost per message.
 
     python benchmarks/injection_eval.py                  # the tables in docs/guards.md
-    python benchmarks/injection_eval.py --quick          # the acceptance figures only
+    python benchmarks/injection_eval.py --quick          # one attack source kept out only
     python benchmarks/injection_eval.py --errors dev     # also list the dev split's mistakes
 
-**Cross-source** (needs scikit-learn, a test dependency): every attack source of
-``tests/data/injection_public.jsonl`` is kept whole out of training in turn, with its near-copies
-in other sources, and scored by the rules plus a learned layer retrained without it; benign
+**Cross-source** (needs scikit-learn, a test dependency; about 15 minutes on two cores): every
+attack source of ``tests/data/injection_*.jsonl.gz`` is kept whole out of training in turn,
+with its near-copies in other sources, and its attacks are scored by the rules plus a learned
+layer retrained without it (the model of their reader: messages or tool results, each with
+an operating point chosen on out-of-fold training data, never on the source scored); benign
 texts are scored by models that never saw their author (five folds grouped by repository,
-contributor or document). The acceptance figures: detection on ``promptfoo`` (see
-``HELD_OUT`` in ``tests/data/train_injection_model.py``) and false positives on all benign
-texts. Then the cost of the learned layer on 1,000-character messages, median.
+contributor or document). Tables: per source, per kind (short, exfiltration, forgery,
+encoded), per language. Then the cost of the learned layer on 1,000-character messages.
 
-**Our corpus**: the rules and the shipped learned layer on the hand-written
-
-Reads ``tests/data/injection_corpus.jsonl`` (see ``tests/data/build_injection_corpus.py``) and
-prints, for the held-out ``test`` split and for all examples: the detection rate on attacks
-(overall and per category), the false-positive rate on benign examples (overall and per
-category), and the mean time to score one message. Everything but the timing is
-deterministic and machine-independent. Offline; no model is involved.
+**Our corpus**: the rules alone on the hand-written ``tests/data/injection_corpus.jsonl``
+(see ``tests/data/build_injection_corpus.py``): for the held-out ``test`` split and for all
+examples, detection (overall and per category), false positives (overall and per category),
+and the mean time to score one message. Everything but the timings is deterministic.
 """
 
 from __future__ import annotations
@@ -40,40 +38,74 @@ sys.path.insert(0, str(ROOT / "tests" / "data"))
 import train_injection_model as training  # noqa: E402
 
 
-def cross_source(quick: bool) -> list[str]:
-    """The cross-source tables (markdown) and the acceptance line."""
-    rows = training.load_rows()
-    attack_sources = sorted({r["source"] for r in rows if r["label"] == "attack"})
-    if quick:
-        attack_sources = [training.HELD_OUT]
-    lines = [
-        "### attacks: each source kept out of training",
-        "",
-        "| source | detected |",
-        "|---|---|",
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+KINDS: dict[str, Callable[[dict[str, str]], bool]] = {
+    "short (3-15 words)": lambda r: (
+        3 <= _words(r["text"]) <= 15 and not r["kind"].startswith("encoded")
+    ),
+    "exfiltration": lambda r: "exfil" in r["kind"],
+    "forgery (roles, delimiters)": lambda r: any(
+        k in r["kind"] for k in ("forgery", "spoof", "context_termination", "system_mode")
+    ),
+    "encoded and transformed": lambda r: (
+        r["kind"].startswith("encoded") or "obfusc" in r["kind"] or "encoding" in r["kind"]
+    ),
+}
+
+
+def tables(rows: Sequence[dict[str, str]], scores: dict[int, float]) -> list[str]:
+    """Markdown tables of held-out scores: per source, per kind, per language."""
+    lines: list[str] = []
+
+    def flagged(index: Sequence[int]) -> str:
+        return rate(sum(scores[i] >= 0.5 for i in index), len(index))
+
+    for reader, title in (("user", "messages"), ("tool", "tool results")):
+        lines += [f"### {title}: attacks, each source kept out of training", "",
+                  "| source | detected |", "|---|---|"]  # fmt: skip
+        by_source: dict[str, list[int]] = defaultdict(list)
+        for i, r in enumerate(rows):
+            if i in scores and r["reader"] == reader:
+                by_source[(r["label"], r["source"])].append(i)  # type: ignore[index]
+        attacks = [i for (label, _), ix in by_source.items() if label == "attack" for i in ix]  # type: ignore[misc]
+        for (label, source), index in sorted(by_source.items()):  # type: ignore[misc]
+            if label == "attack":
+                lines.append(f"| {source} | {flagged(index)} |")
+        lines.append(f"| **all** | **{flagged(attacks)}** |")
+        lines += ["", f"### {title}: benign, scored by models that never saw their author", "",
+                  "| source | false positives |", "|---|---|"]  # fmt: skip
+        benign = [i for (label, _), ix in by_source.items() if label == "benign" for i in ix]  # type: ignore[misc]
+        for (label, source), index in sorted(by_source.items()):  # type: ignore[misc]
+            if label == "benign":
+                lines.append(f"| {source} | {flagged(index)} |")
+        lines += [f"| **all** | **{flagged(benign)}** |", ""]
+    lines += ["### messages: attacks by kind (each scored with its source kept out)", "",
+              "| kind | detected |", "|---|---|"]  # fmt: skip
+    user_attacks = [
+        i for i in scores if rows[i]["label"] == "attack" and rows[i]["reader"] == "user"
     ]
-    held: list[float] = []
-    for source in attack_sources:
-        scores = training.held_out_attacks(rows, source)
-        hits = sum(score >= 0.5 for score in scores)
-        lines.append(f"| {source} | {rate(hits, len(scores))} |")
-        if source == training.HELD_OUT:
-            held = scores
-    benign_rows = [r for r in rows if r["label"] == "benign"]
-    benign = training.held_out_benign(rows)
-    lines += ["", "### benign: scored by models that never saw their author", "",
-              "| source | false positives |", "|---|---|"]  # fmt: skip
-    by_source: dict[str, list[bool]] = defaultdict(list)
-    for row, score in zip(benign_rows, benign, strict=True):
-        by_source[row["source"]].append(score >= 0.5)
-    for source, flags in sorted(by_source.items()):
-        lines.append(f"| {source} | {rate(sum(flags), len(flags))} |")
-    fp = sum(score >= 0.5 for score in benign)
-    lines.append(f"| **all benign** | **{rate(fp, len(benign))}** |")
-    detected = sum(score >= 0.5 for score in held)
-    lines += ["", f"acceptance: {training.HELD_OUT} detected {rate(detected, len(held))} "
-              f"(>= 90%), benign false positives {rate(fp, len(benign))} (<= 2%)", ""]  # fmt: skip
-    return lines
+    for kind, test in KINDS.items():
+        lines.append(f"| {kind} | {flagged([i for i in user_attacks if test(rows[i])])} |")
+    lines += ["", "### messages by language", "",
+              "| language | attacks detected | benign flagged |", "|---|---|---|"]  # fmt: skip
+    languages = sorted({rows[i]["lang"] for i in scores if rows[i]["reader"] == "user"})
+    for lang in languages:
+        mine = [i for i in scores if rows[i]["lang"] == lang and rows[i]["reader"] == "user"]
+        attack = [i for i in mine if rows[i]["label"] == "attack"]
+        benign = [i for i in mine if rows[i]["label"] == "benign"]
+        lines.append(f"| {lang} | {flagged(attack)} | {flagged(benign)} |")
+    return [*lines, ""]
+
+
+def cross_source(quick: bool) -> list[str]:
+    """The cross-source tables (markdown)."""
+    rows = training.load_rows()
+    sources = {training.HELD_OUT} if quick else None
+    scores = training.evaluate(rows, sources)
+    return tables(rows, scores)
 
 
 def _median_us(score: Callable[[str], object], texts: Sequence[str], rounds: int) -> float:

@@ -14,7 +14,8 @@ the table that says whether it works.
 
 Two models: ``user`` (trained on what users send) and ``tool`` (trained on everything, with the
 operating point chosen on tool outputs). Training is deterministic: scikit-learn's
-``liblinear`` logistic regression, balanced class weights, no random state involved.
+``liblinear`` logistic regression, balanced class weights, a fixed random state (the dual
+solver shuffles).
 
 **The operating point is chosen without the rows it is reported on.** ``train(rows, reader)``
 fits the model, then splits the same rows into ``INNER_FOLDS`` folds by author
@@ -225,7 +226,12 @@ def _fit(rows: Sequence[Row], size: int) -> tuple[Any, float]:
     ids, labels, weights = _windows(rows, size)
     matrix = _STORE.matrix()[ids]
     fit = LogisticRegression(
-        C=C, solver="liblinear", dual=True, class_weight="balanced", max_iter=1000
+        C=C,
+        solver="liblinear",
+        dual=True,
+        class_weight="balanced",
+        max_iter=1000,
+        random_state=0,
     )
     fit.fit(matrix, labels, sample_weight=weights)
     coef = fit.coef_[0]
