@@ -146,12 +146,20 @@ class WordGate:
         for key in present:
             found |= self._by_key.get(key, _NONE)
         needs_of = self._needs
-        return [
-            index
-            for index in sorted(found)
-            if (needs := needs_of[index]) is None
-            or any(all(not clause.isdisjoint(present) for clause in alt) for alt in needs)
-        ]
+        out = []
+        for index in sorted(found):
+            needs = needs_of[index]
+            if needs is None:
+                out.append(index)
+                continue
+            for alt in needs:
+                for clause in alt:
+                    if clause.isdisjoint(present):
+                        break
+                else:
+                    out.append(index)
+                    break
+        return out
 
     def finditer(self, index: int, tokens: Tokens) -> Iterator[re.Match[str]]:
         """The matches of pattern ``index`` in the text, as ``finditer`` finds them.
@@ -226,14 +234,24 @@ class LiteralGate:
     for most texts. A pattern with nothing to read runs for every text.
     """
 
-    __slots__ = ("_needs",)
+    __slots__ = ("_firsts", "_needs", "_strings")
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
         self._needs = tuple(_literal_needs(pattern) for pattern in patterns)
+        # A match needs one string of its alternative's first clause: the union of those
+        # clauses over the alternatives rules a pattern out with one set test.
+        self._firsts = tuple(
+            None if needs is None else frozenset().union(*(alt[0] for alt in needs))
+            for needs in self._needs
+        )
+        self._strings = tuple(sorted({s for first in self._firsts if first for s in first}))
 
     def candidates(self, text: str) -> list[int]:
         """Indices, in order, of the patterns that can match in ``text``."""
-        found: dict[str, bool] = {}
+        present = {string for string in self._strings if string in text}
+        firsts = self._firsts
+        found: dict[str, bool] = dict.fromkeys(self._strings, False)
+        found.update(dict.fromkeys(present, True))
 
         def occurs(clause: frozenset[str]) -> bool:
             for string in clause:
@@ -244,11 +262,16 @@ class LiteralGate:
                     return True
             return False
 
-        return [
-            index
-            for index, needs in enumerate(self._needs)
-            if needs is None or any(all(map(occurs, alt)) for alt in needs)
-        ]
+        out = []
+        for index, (needs, first) in enumerate(zip(self._needs, firsts, strict=True)):
+            possible = needs is None or first is None
+            if not possible and needs is not None and first is not None:
+                possible = not first.isdisjoint(present) and any(
+                    all(map(occurs, alt)) for alt in needs
+                )
+            if possible:
+                out.append(index)
+        return out
 
 
 def _clause(starts: set[tuple[str, int]]) -> _Clause:
