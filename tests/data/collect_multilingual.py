@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import hashlib
 import io
 import json
@@ -34,6 +33,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+
+from corpus_rows import corpus_row, write_rows
 
 LANGS = ("de", "fr", "es", "it", "pt", "tr", "ru", "ar", "fa", "hi", "zh", "ja", "ko")
 BENIGN_MIN = 1000
@@ -53,15 +54,7 @@ def _snapshot(sources: Path, repo: str) -> tuple[Path, str]:
 
 
 def _row(text: str, label: str, source: str, kind: str, origin: str, lang: str) -> Row:
-    text = text.replace("\r\n", "\n").replace("\ufeff", "").strip()
-    return {
-        "text": text,
-        "label": label,
-        "source": source,
-        "kind": kind,
-        "origin": origin,
-        "lang": lang,
-    }
+    return corpus_row(text.replace("\ufeff", ""), label, source, kind, origin, lang=lang)
 
 
 def _key(text: str) -> str:
@@ -474,15 +467,7 @@ def main() -> None:
     args = parser.parse_args()
     rows, stats = collect(args.sources)
     rows = [r for r in rows if r["source"] not in NOT_SHIPPED and not _context_bound(r)]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        args.out.open("wb") as raw,
-        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as handle,
-    ):
-        for row in rows:
-            handle.write(
-                (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-            )
+    write_rows(rows, args.out)
     counts: dict[tuple[str, str, str], int] = defaultdict(int)
     for row in rows:
         counts[(row["lang"], row["label"], row["source"])] += 1

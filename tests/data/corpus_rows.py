@@ -1,0 +1,29 @@
+"""What every corpus collector writes: one row per text, and one byte-for-byte repeatable file.
+
+``collect_direct.py``, ``collect_indirect.py`` and ``collect_multilingual.py`` build their
+rows with :func:`corpus_row` and write them with :func:`write_rows`, so the three files share
+one shape and a re-run on the same inputs gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def corpus_row(
+    text: str, label: str, source: str, kind: str, origin: str, **extra: str
+) -> dict[str, str]:
+    """A corpus row: the text with Windows line ends and outer blanks removed, then its labels."""
+    text = text.replace("\r\n", "\n").strip()
+    return {"text": text, "label": label, "source": source, "kind": kind, "origin": origin, **extra}
+
+
+def write_rows(rows: Iterable[dict[str, str]], out: Path) -> None:
+    """``rows`` as gzip JSON lines (keys sorted, no timestamp or name in the gzip header)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    with out.open("wb") as handle, gzip.GzipFile("", "wb", fileobj=handle, mtime=0) as packed:
+        packed.write(data.encode("utf-8"))
