@@ -400,12 +400,17 @@ def held_out(rows: Sequence[Row], sources: Iterable[str], reader: Reader) -> Mod
 
 def held_out_attacks(rows: Sequence[Row], source: str, reader: Reader = "user") -> list[float]:
     """Scores of ``source``'s attacks by a model trained without it or its near-copies."""
+    return list(_held_out_attacks(rows, source, reader).values())
+
+
+def _held_out_attacks(rows: Sequence[Row], source: str, reader: Reader) -> dict[int, float]:
+    """:func:`held_out_attacks` keyed by row index, in row order."""
     model = held_out(rows, [source], reader)
-    return [
-        combined(model, r["text"], reader)
-        for r in rows
+    return {
+        i: combined(model, r["text"], reader)
+        for i, r in enumerate(rows)
         if r["source"] == source and r["label"] == "attack" and r["reader"] == reader
-    ]
+    }
 
 
 def acceptance(rows: Sequence[Row]) -> dict[str, float]:
@@ -460,14 +465,8 @@ def evaluate(rows: Sequence[Row], sources: Iterable[str] | None = None) -> dict[
             {r["source"] for r in rows if r["label"] == "attack" and r["reader"] == reader}
         )
         for source in attack_sources:
-            if sources is not None and source not in sources:
-                continue
-            model = held_out(rows, [source], reader)
-            scores.update(
-                (i, combined(model, r["text"], reader))
-                for i, r in enumerate(rows)
-                if r["source"] == source and r["label"] == "attack" and r["reader"] == reader
-            )
+            if sources is None or source in sources:
+                scores.update(_held_out_attacks(rows, source, reader))
         scores.update(held_out_benign(rows, reader=reader))
     return scores
 

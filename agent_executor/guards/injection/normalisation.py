@@ -14,6 +14,7 @@ import unicodedata
 __all__ = [
     "LEET_I",
     "LEET_L",
+    "around",
     "clean",
     "deleet",
     "fold",
@@ -155,16 +156,8 @@ def leet_readings(norm: str) -> list[str]:
     if len(norm) <= 4 * _LEET_MARGIN:
         pieces = [norm]
     else:
-        regions: list[list[int]] = []
-        for match in _LEET_TOKEN_RE.finditer(norm):
-            if not _mixed(match.group()):
-                continue
-            start = max(0, match.start() - _LEET_MARGIN)
-            end = min(len(norm), match.end() + _LEET_MARGIN)
-            if regions and start <= regions[-1][1]:
-                regions[-1][1] = end
-            else:
-                regions.append([start, end])
+        leet = [m.span() for m in _LEET_TOKEN_RE.finditer(norm) if _mixed(m.group())]
+        regions = around(leet, _LEET_MARGIN, len(norm))
         pieces = [norm[_word_start(norm, a) : _word_end(norm, b)] for a, b in regions]
     out = []
     for table in (LEET_I, LEET_L):
@@ -172,6 +165,22 @@ def leet_readings(norm: str) -> list[str]:
         if read != pieces:
             out.append("\n".join(read))
     return out
+
+
+def around(spans: list[tuple[int, int]], margin: int, size: int) -> list[tuple[int, int]]:
+    """``spans`` widened by ``margin`` on each side within ``[0, size]``, overlaps merged, in order.
+
+    The parts of a long text worth a second look: around its leet tokens (here), around a rule's
+    matches (:mod:`.scoring`, for the cues of discussion).
+    """
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        start, end = max(0, start - margin), min(size, end + margin)
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
 
 
 def _word_start(text: str, at: int) -> int:

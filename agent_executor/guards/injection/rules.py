@@ -136,6 +136,11 @@ FOLLOW_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["follow"])))
 del _DATA
 
 
+_ASCII_GROUPS: Final = ((NORM_GATE, NORM_RULES),)
+_ALL_GROUPS: Final = ((NORM_GATE, NORM_RULES), (SCRIPT_GATE, SCRIPT_RULES))
+"""The rules of the normalised view, by gate: those in other scripts never run on ASCII text."""
+
+
 def match_rules(norm: str, words_text: str) -> Iterator[tuple[str, float, int, int]]:
     """``(category, weight, start, end)`` of every rule match in a text's two views."""
     tokens = WORD_GATE.tokens(words_text)
@@ -143,16 +148,11 @@ def match_rules(norm: str, words_text: str) -> Iterator[tuple[str, float, int, i
         rule = WORD_RULES[index]
         for match in WORD_GATE.finditer(index, tokens):
             yield rule.category, rule.weight, match.start(), match.end()
-    for index in NORM_GATE.candidates(norm):
-        rule = NORM_RULES[index]
-        for match in rule.pattern.finditer(norm):
-            yield rule.category, rule.weight, match.start(), match.end()
-    if norm.isascii():
-        return
-    for index in SCRIPT_GATE.candidates(norm):
-        rule = SCRIPT_RULES[index]
-        for match in rule.pattern.finditer(norm):
-            yield rule.category, rule.weight, match.start(), match.end()
+    for gate, rules in _ASCII_GROUPS if norm.isascii() else _ALL_GROUPS:
+        for index in gate.candidates(norm):
+            rule = rules[index]
+            for match in rule.pattern.finditer(norm):
+                yield rule.category, rule.weight, match.start(), match.end()
 
 
 def match_compact(letters: str) -> Iterator[tuple[str, float]]:

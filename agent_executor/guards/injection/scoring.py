@@ -55,6 +55,7 @@ from . import learned as learned_model
 from .categories import CATEGORIES, DISCUSSION, ENCODED, LEARNED, OBFUSCATION, SPOOFING
 from .decoding import blobs
 from .normalisation import (
+    around,
     clean,
     fold,
     leet_readings,
@@ -130,14 +131,7 @@ def _near(text: str, found: list[tuple[int, int]]) -> str:
     """
     if len(text) <= 2 * _CONTEXT:
         return text
-    merged: list[list[int]] = []
-    for start, end in sorted(found):
-        start, end = max(0, start - _CONTEXT), end + _CONTEXT
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return "\n".join(text[start:end] for start, end in merged)
+    return "\n".join(text[a:b] for a, b in around(found, _CONTEXT, len(text)))
 
 
 def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
