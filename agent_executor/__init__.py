@@ -5,12 +5,15 @@ typed events (:class:`MessageEvent`, :class:`ToolStartEvent`, :class:`ToolEndEve
 :class:`ErrorEvent`, :class:`DoneEvent`) as the model writes and the tools run.
 """
 
+from ._deprecations import moved_names
 from ._engine.stream import EventStream
 from ._version import __version__
+from .agent import Agent
 from .approvals import Approval, PendingRun, PendingRunStore
 from .client_tools import ClientToolResult, NamedToolChoice, ToolChoice
 from .command import AgentCommand, ClientTool
 from .context import RunContext, current_run_context
+from .delegation import AgentTool, AgentToolError, Handoff, HandoffRefused, handoff
 from .errors import (
     AgentExecutorError,
     ConfigurationError,
@@ -20,6 +23,7 @@ from .errors import (
     MCPConnectionError,
     MCPToolError,
     ModelError,
+    PlanRefused,
     RestConnectionError,
     RestHTTPError,
     RestToolError,
@@ -87,29 +91,38 @@ from .models import (
     ToolCallDelta,
 )
 from .observability import LogContextFilter, install_log_context, log_context
-from .orchestration import AgentTool, AgentToolError, Handoff, HandoffRefused, handoff
-from .orchestration.flow import (
+from .orchestration import (
+    AgentGroup,
     AgentNode,
+    AutoTurns,
+    DirectTurns,
     Edge,
     FilterNode,
     Flow,
     FunctionNode,
+    HybridTurns,
     ModelNode,
+    RunView,
     Setting,
     ToolNode,
+    TurnStrategy,
 )
-from .orchestration.group import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
 from .results import AgentResult, ErrorInfo, PendingApproval, Source, ToolCallRecord
 from .retrieval import BM25Retriever, Passage, PostgresRetriever, RetrievalHook, Retriever
 from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
+from .serving import ServedAgent
+from .settings import Concurrency, ModelPolicy, RunLimits, ToolLimits
 from .tools import FrontendTool, FunctionTool, Tool, ToolResultRelay, ToolResults, tool
 from .tools.ask_user import ASK_USER
 from .tools.rest import RestTool
 
 install_log_context()
 
+__getattr__ = moved_names(__name__)
+
 __all__ = [
     "ASK_USER",
+    "Agent",
     "AgentCommand",
     "AgentEvent",
     "AgentExecutor",
@@ -125,16 +138,17 @@ __all__ = [
     "ApprovalRequiredEvent",
     "AssistantMessage",
     "AuditLogHook",
-    "AutoHandoff",
+    "AutoTurns",
     "BM25Retriever",
     "ChatModel",
     "ClientTool",
     "ClientToolResult",
     "CompactableStore",
+    "Concurrency",
     "ConfigurationError",
     "ConversationStore",
     "DemoModel",
-    "DirectHandoff",
+    "DirectTurns",
     "DoneEvent",
     "Edge",
     "ErrorCode",
@@ -154,7 +168,7 @@ __all__ = [
     "HistoryCompressor",
     "Hook",
     "HookRejection",
-    "HybridHandoff",
+    "HybridTurns",
     "InMemoryConversationStore",
     "InMemoryRateLimitStorage",
     "InjectionGuard",
@@ -170,6 +184,7 @@ __all__ = [
     "ModelChunk",
     "ModelError",
     "ModelNode",
+    "ModelPolicy",
     "ModelRequest",
     "ModelResponse",
     "ModelRouter",
@@ -184,6 +199,7 @@ __all__ = [
     "PendingApproval",
     "PendingRun",
     "PendingRunStore",
+    "PlanRefused",
     "PostgresRetriever",
     "RateLimitGuard",
     "RateLimitStorage",
@@ -197,9 +213,12 @@ __all__ = [
     "RouteFunction",
     "Router",
     "RunContext",
+    "RunLimits",
+    "RunView",
     "ScreenVerdict",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "ServedAgent",
     "Setting",
     "Source",
     "StoreUnavailable",
@@ -212,12 +231,14 @@ __all__ = [
     "ToolCallRecord",
     "ToolChoice",
     "ToolEndEvent",
+    "ToolLimits",
     "ToolMessage",
     "ToolNode",
     "ToolResultRelay",
     "ToolResultScreen",
     "ToolResults",
     "ToolStartEvent",
+    "TurnStrategy",
     "UnsupportedRequestError",
     "Usage",
     "UserMessage",

@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._deprecations import moved_names
 from .client_tools import ClientTool
 from .messages import Message, ToolCall, ToolMessage, Usage
 
@@ -123,12 +124,7 @@ class ApprovalSigner:
         return json.dumps([user_id or "", session_id, call.id, call.name, arguments]).encode()
 
 
-def __getattr__(name: str) -> Any:
-    """``ASK_USER`` and ``AskUserTool`` live in :mod:`agent_executor.tools.ask_user` (a tool
-    among the tools); they are still importable from here, loaded when first asked for so
-    that this module, which the command imports, does not import the tools."""
-    if name in ("ASK_USER", "AskUserTool"):
-        from .tools import ask_user
-
-        return getattr(ask_user, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``ASK_USER`` and ``AskUserTool`` live in :mod:`agent_executor.tools.ask_user` (a tool among
+# the tools); asking for them here warns and hands them on, loaded only then so that this
+# module, which the command imports, does not import the tools.
+__getattr__ = moved_names(__name__)

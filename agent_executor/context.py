@@ -6,13 +6,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from .command import AgentCommand
 from .results import Source, ToolCallRecord
-
-if TYPE_CHECKING:
-    from .guards.base import ToolResultScreen
+from .screening import ToolResultScreen
 
 __all__ = ["RunContext", "bind_run_context", "current_run_context"]
 

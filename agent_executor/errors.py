@@ -8,7 +8,8 @@
     ├── ModelError                a model call failed; ``retryable`` says if another try may help
     │   └── ScriptExhaustedError  a ScriptedModel was called more often than scripted
     ├── GuardRejection            raised by a guard to refuse a run (code, message, retry_after)
-    └── HookRejection             raised by a hook to refuse a step (reason)
+    ├── HookRejection             raised by a hook to refuse a step (reason)
+    └── PlanRefused               raised by a group's strategy that cannot plan (invalid_plan)
 
 Runs do not raise for failures a caller should handle (guards, timeouts, model failures):
 ``execute()`` returns them as ``AgentResult.error`` and ``execute_stream()`` as an ``ErrorEvent``,
@@ -29,6 +30,7 @@ __all__ = [
     "MCPToolError",
     "MissingExtraError",
     "ModelError",
+    "PlanRefused",
     "RestConnectionError",
     "RestHTTPError",
     "RestToolError",
@@ -40,7 +42,7 @@ __all__ = [
 
 
 class ErrorCode(str, Enum):
-    """The ``error.code`` values of SPEC section 3."""
+    """The ``error.code`` values (see docs/http-api.md)."""
 
     RATE_LIMITED = "rate_limited"
     INJECTION_DETECTED = "injection_detected"
@@ -63,6 +65,11 @@ class AgentExecutorError(Exception):
 
 class ConfigurationError(AgentExecutorError):
     """Raised at construction time for an invalid executor, tool or model configuration."""
+
+
+class PlanRefused(AgentExecutorError):
+    """Raised by a group's turn strategy (or a flow's function) that cannot plan the next
+    step: the run ends with ``invalid_plan`` and this message."""
 
 
 class MissingExtraError(ModuleNotFoundError, ConfigurationError):

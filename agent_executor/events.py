@@ -1,4 +1,4 @@
-"""The typed events of a streamed run (SPEC section 3).
+"""The typed events of a streamed run (see docs/sse-protocol.md).
 
 Python and SSE share this one model: each event is a frozen, slotted dataclass with a ``type``
 discriminator, and :data:`event_adapter` serialises any of them. ``MessageEvent`` is created once

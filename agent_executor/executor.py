@@ -1,48 +1,30 @@
-"""``AgentExecutor``: the public front of the one ReAct loop behind ``execute()`` and
+"""``AgentExecutor``: one agent, the public front of the one ReAct loop behind ``execute()`` and
 ``execute_stream()``.
 
 The executor holds the configuration and builds the run machinery once (the private
-``_engine`` package: driver, loop, model turns, tool calls, approvals, history, telemetry).
-Both modes hand a command to the same :class:`~agent_executor._engine.driver.Driver`; they differ
-only in what happens to the events (dropped by ``execute()``, forwarded by ``execute_stream()``)
-and both read their outcome from the same run state.
+``_engine`` package: loop, model turns, tool calls, approvals), which it hands to the driver
+its serving surface runs (:class:`~agent_executor.serving.ServedAgent`). Both modes give a
+command to that one driver; they differ only in what happens to the events (dropped by
+``execute()``, forwarded by ``execute_stream()``) and both read their outcome from the same
+run state.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._engine import (
-    Approvals,
-    Caller,
-    ConcurrencyGate,
-    Conversations,
-    Driver,
-    EventStream,
-    ModelHealth,
-    ModelPolicy,
-    ModelTurns,
-    Orchestrator,
-    ReactLoop,
-    RunSettings,
-    RunTelemetry,
-    ToolLimits,
-    ToolRunner,
-    drop,
-)
+from ._engine import Approvals, Driver, ModelTurns, ReactLoop, ToolRunner
 from .approvals import ApprovalSigner
-from .command import AgentCommand
+from .delegation import AgentTool, Handoff
 from .errors import ConfigurationError
-from .guards import Guard, OutputGuard, ToolResultScreen
-from .hooks import Hook, HookChain
-from .memory import ConversationStore, HistoryCompressor, InMemoryConversationStore
-from .models import ChatModel, check_credentials, resolve_model
-from .observability import Metrics, Tracing, install_log_context
-from .orchestration import AgentTool, Handoff, SessionPolicy
-from .results import AgentResult
-from .spend import PriceTable, RunLimits, default_prices
+from .guards import Guard, OutputGuard, screens_among
+from .hooks import Hook
+from .memory import ConversationStore, HistoryCompressor
+from .models import ChatModel, PooledModel, check_credentials, resolve_model
+from .serving import ServedAgent, driver_of
+from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits, from_keywords
+from .spend import PriceTable, default_prices
 from .tools import FunctionTool, Tool, ToolResults
 
 if TYPE_CHECKING:
@@ -51,27 +33,28 @@ if TYPE_CHECKING:
 __all__ = ["AgentExecutor"]
 
 
-class AgentExecutor:
-    """Runs agents: a model, tools, guards, hooks and limits around one streaming ReAct loop.
+class AgentExecutor(ServedAgent):
+    """Runs an agent: a model, tools, guards, hooks and limits around one streaming ReAct loop.
 
     ``model`` is a :class:`ChatModel` or a model string (``"openai/gpt-4o-mini"`` goes through
-    litellm, ``"demo"`` is the offline :class:`DemoModel`). Durations are in seconds; ``None``
-    disables a timeout. ``memory`` defaults to a fresh :class:`InMemoryConversationStore` and
-    is used only for commands with a ``session_id``. ``metrics`` is the prometheus registry to
-    record into (default: prometheus-client's default registry). ``tool_results`` is where
-    frontend tools' answers arrive (several executors of one service may share one, and with
-    a relay it spans replicas). ``history_compressor`` summarises the older turns of a session
-    whose stored history has grown too long, before the run (see :class:`HistoryCompressor`).
+    litellm, ``"demo"`` is the offline :class:`DemoModel`); a model string whose provider is
+    unknown, or whose key is not in the environment, is refused (:class:`ConfigurationError`
+    naming the variable; see :func:`~agent_executor.models.check_credentials`).
+
+    The limits come as settings objects (:mod:`agent_executor.settings`): ``model_policy``
+    (retries and stream timeouts of model calls), ``tool_limits`` (how many tool calls, how
+    long, how many at once), ``run_limits`` (the run's time, turns and spend: a run that would
+    pass a spending limit stops with ``finish_reason="budget"``, keeping its whole turns, see
+    docs/spend.md) and ``concurrency`` (runs at once and the queue before them). The keyword
+    arguments they replace (``max_turns=`` ...) work for one more release, with a warning.
+
+    ``memory``, ``metrics``, ``tracer`` and ``tool_results`` are those of every served agent
+    (:class:`~agent_executor.serving.ServedAgent`). ``history_compressor`` summarises the older
+    turns of a session whose stored history has grown too long, before the run.
     ``reasoning_events=False`` keeps the model's reasoning from the caller (no
     ``ReasoningEvent``, no ``AgentResult.reasoning``); what the provider needs back of it on
     the next turn still goes back. ``prices`` turns tokens into ``usage.cost_usd`` (default:
     litellm's model cost map, see :class:`~agent_executor.spend.PriceTable`).
-    ``max_input_tokens``, ``max_output_tokens`` and ``max_cost_usd`` bound what one run may
-    spend (summed over its model calls; a command may set lower ones): a run that would pass
-    one is stopped with ``finish_reason="budget"`` and a ``budget_exceeded`` error, keeping its
-    whole turns (docs/spend.md). A model string whose provider is unknown, or whose key is
-    not in the environment, is refused (:class:`ConfigurationError` naming the variable; see
-    :func:`~agent_executor.models.check_credentials`).
     """
 
     def __init__(
@@ -83,195 +66,99 @@ class AgentExecutor:
         hooks: Sequence[Hook] = (),
         system_prompt: str | None = None,
         model_params: dict[str, Any] | None = None,
-        max_concurrency: int = 16,
-        max_queue: int | None = None,
-        queue_timeout: float | None = 30.0,
-        request_timeout: float | None = 300.0,
-        tool_timeout: float | None = 30.0,
-        max_tool_calls: int = 20,
-        max_turns: int = 10,
-        max_parallel_tools: int = 8,
-        max_identical_calls: int = 2,
-        max_tool_result_chars: int = 100_000,
-        model_retries: int = 2,
-        retry_backoff: float = 0.5,
-        retry_max_backoff: float = 8.0,
-        first_token_timeout: float | None = 60.0,
-        stream_idle_timeout: float | None = 60.0,
-        memory: ConversationStore | None = None,
-        history_compressor: HistoryCompressor | None = None,
-        metrics: CollectorRegistry | None = None,
-        output_guard: OutputGuard | None = None,
-        tracer: object | bool | None = None,
-        approval_secret: bytes | str | None = None,
         name: str = "default",
         description: str = "",
-        tool_results: ToolResults | None = None,
-        reasoning_events: bool = True,
+        model_policy: ModelPolicy | None = None,
+        tool_limits: ToolLimits | None = None,
+        run_limits: RunLimits | None = None,
+        concurrency: Concurrency | None = None,
+        memory: ConversationStore | None = None,
+        history_compressor: HistoryCompressor | None = None,
+        output_guard: OutputGuard | None = None,
         prices: PriceTable | None = None,
-        max_input_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        max_cost_usd: float | None = None,
+        approval_secret: bytes | str | None = None,
+        reasoning_events: bool = True,
+        metrics: CollectorRegistry | None = None,
+        tracer: object | bool | None = None,
+        tool_results: ToolResults | None = None,
+        **deprecated: Any,
     ) -> None:
-        _check_limits(max_concurrency, max_turns, max_parallel_tools, max_tool_calls)
-        self.name, self.description = name, description
-        self.model: ChatModel = resolve_model(model)
-        if isinstance(model, str):
-            check_credentials(self.model)  # no key: refused now, not in every run's error
-        reserve = getattr(self.model, "reserve_connections", None)
-        if reserve is not None:
-            reserve(max_concurrency)  # every run holding a permit gets a pooled connection
-        self.tools: dict[str, Tool] = _registry(tools)
-        _check_handoffs(self.tools)
-        self.memory: ConversationStore = InMemoryConversationStore() if memory is None else memory
-        self.metrics = Metrics.for_registry(metrics)
-        self.tool_results = ToolResults() if tool_results is None else tool_results
-        self.model_health = ModelHealth()
-        """What the last model calls say about the model's endpoint (``model_health.down``)."""
-        self._guards = tuple(guards)
-        self._compressor = history_compressor
-        self._system_prompt = system_prompt
-        self._signer = ApprovalSigner(approval_secret)
-        telemetry = RunTelemetry(
-            self.metrics,
-            Tracing(tracer),
-            name,
-            self.model.name,
+        given = Settings(
+            model_policy=model_policy or ModelPolicy(),
+            tool_limits=tool_limits or ToolLimits(),
+            run_limits=run_limits or RunLimits(),
+            concurrency=concurrency or Concurrency(),
+        )
+        settings = from_keywords("AgentExecutor", given, deprecated)
+        chat_model = _checked_model(model, settings.concurrency)
+        registry = _registry(tools)
+        _check_handoffs(registry)
+        super().__init__(
+            name=name,
+            description=description,
+            settings=settings,
+            model_name=chat_model.name,
+            guards=guards,
+            hooks=hooks,
+            memory=memory,
+            history_compressor=history_compressor,
+            metrics=metrics,
+            tracer=tracer,
+            tool_results=tool_results,
             output_guard=output_guard is not None,
         )
-        chain = HookChain(hooks, self.metrics)
-        policy = ModelPolicy(
-            model_retries,
-            retry_backoff,
-            retry_max_backoff,
-            first_token_timeout,
-            stream_idle_timeout,
-        )
-        limits = ToolLimits(
-            tool_timeout, max_parallel_tools, max_tool_result_chars, max_identical_calls
-        )
-        screens = [g for g in self._guards if isinstance(g, ToolResultScreen)]
-        runner = ToolRunner(self.tools, limits, chain, telemetry, screens, self.tool_results)
-        self._conversations = Conversations(self.memory, history_compressor, self.metrics)
-        approvals = Approvals(self._signer, runner)
-        turns = ModelTurns(
+        self.model, self.tools = chat_model, registry
+        self._system_prompt, self._compressor = system_prompt, history_compressor
+        self._signer = ApprovalSigner(approval_secret)
+        turns = self._model_turns(model_params, output_guard, reasoning_events, prices)
+        self._driver = self._react_driver(turns, settings)
+        self._register_tools()
+
+    def _model_turns(
+        self,
+        params: dict[str, Any] | None,
+        output_guard: OutputGuard | None,
+        reasoning_events: bool,
+        prices: PriceTable | None,
+    ) -> ModelTurns:
+        """How this agent's model is called, turn by turn."""
+        return ModelTurns(
             self.model,
-            policy,
-            dict(model_params or {}),
-            chain,
-            telemetry,
+            self._settings.model_policy,
+            dict(params or {}),
+            self._hooks,
+            self._telemetry,
             output_guard,
             reasoning_events,
             self.model_health,
             default_prices() if prices is None else prices,
         )
-        self._gate = ConcurrencyGate(
-            max_concurrency, max_queue=max_queue, queue_timeout=queue_timeout, metrics=self.metrics
+
+    def _react_driver(self, turns: ModelTurns, settings: Settings) -> Driver:
+        """The driver of this agent's runs: its ReAct loop over ``turns`` and its tools."""
+        runner = ToolRunner(
+            self.tools,
+            settings.tool_limits,
+            self._hooks,
+            self._telemetry,
+            screens_among(self._guards),
+            self.tool_results,
         )
-        self._driver = Driver(
-            tools=self.tools,
-            guards=self._guards,
-            hooks=chain,
-            gate=self._gate,
-            conversations=self._conversations,
-            approvals=approvals,
-            loop=ReactLoop(turns, runner, approvals, max_turns),
+        approvals = Approvals(self._signer, runner)
+        return self._driver_for(
+            ReactLoop(turns, runner, approvals, settings.run_limits.max_turns),
+            system_prompt=self._system_prompt,
             tool_runner=runner,
-            telemetry=telemetry,
-            settings=RunSettings(
-                system_prompt,
-                request_timeout,
-                max_tool_calls,
-                name,
-                RunLimits(max_input_tokens, max_output_tokens, max_cost_usd),
-            ),
+            approvals=approvals,
             handoffs=_handoffs(self.tools),
-            orchestrator=self._orchestrator(),
         )
-        self._register_labels()
-        install_log_context()
 
-    def _orchestrator(self) -> Orchestrator | None:
-        """What conducts this executor's runs in place of its ReAct loop: a group's rounds, a
-        flow's nodes (their classes say); ``None``, the loop."""
-        return None
-
-    def _register_labels(self) -> None:
+    def _register_tools(self) -> None:
         """Known label values start at 0, so dashboards show them before the first event."""
         self.metrics.register_tools(self.tools)
         for tool in self.tools.values():
             if isinstance(tool, Handoff):
                 self.metrics.register_handoff(tool.agent.name)
-        for guard in self._guards:
-            self.metrics.register_guard(guard.name, getattr(guard, "codes", ()))
-
-    @property
-    def max_concurrency(self) -> int:
-        """Runs that may hold a permit at once."""
-        return self._gate.capacity
-
-    async def execute(
-        self,
-        command: AgentCommand,
-        *,
-        request_id: str | None = None,
-        client_address: str | None = None,
-        request_headers: Mapping[str, str] | None = None,
-    ) -> AgentResult:
-        """Run to the end and return the result; failures come back as ``success=False``.
-
-        ``request_id`` names the run in logs (one is generated otherwise); ``client_address``
-        is the caller's address, for guards such as rate limits; ``request_headers`` are the
-        caller's HTTP headers, for tools that pass some on (see ``RestTool``).
-        """
-        caller = Caller(request_id, client_address, request_headers)
-        run = await self._driver.run(command, "execute", drop, caller)
-        return run.result()
-
-    def execute_stream(
-        self,
-        command: AgentCommand,
-        *,
-        request_id: str | None = None,
-        client_address: str | None = None,
-        request_headers: Mapping[str, str] | None = None,
-    ) -> EventStream:
-        """Yield the run's events as they happen; the last one is always a ``DoneEvent``.
-
-        The returned :class:`EventStream` is an async generator: ``async for`` it. Leaving early
-        (``break``, ``aclose()``, cancelling the consuming task) cancels the run: running tools
-        are cancelled and the permit is released. The run starts at the first ``__anext__``.
-        """
-        caller = Caller(request_id, client_address, request_headers)
-        return EventStream(lambda emit: self._driver.run(command, "stream", emit, caller))
-
-    def as_tool(
-        self,
-        name: str | None = None,
-        description: str | None = None,
-        *,
-        input_description: str | None = None,
-        session: SessionPolicy = "none",
-        timeout: float = math.inf,
-    ) -> AgentTool:
-        """This agent as another agent's tool: a call runs it on the task the calling model
-        writes (one string, ``input``), nested in the calling run (see :class:`AgentTool` and
-        ``docs/orchestration.md``).
-
-        ``name`` defaults to the agent's name, ``description`` to one made from the agent's
-        ``description``. ``session="linked"`` lets it remember its earlier tasks within each
-        session of the caller; by default each call starts afresh. ``timeout`` bounds a call
-        (default: only the agent's own ``request_timeout`` and the caller's).
-        """
-        return AgentTool(
-            self,
-            self._driver.run,
-            name=name,
-            description=description,
-            input_description=input_description,
-            session=session,
-            timeout=timeout,
-        )
 
     def add_tools(self, *tools: Tool | Callable[..., Any]) -> None:
         """Register more tools, for the runs that start from now on; for agents that refer to
@@ -289,41 +176,26 @@ class AgentExecutor:
         _check_handoffs(added)
         self.tools.update(added)
         self._driver.tools_changed(_handoffs(self.tools))
-        self._register_labels()
+        self._register_tools()
 
-    async def waiting_for_approval(self, user_id: str | None, session_id: str) -> bool:
-        """Whether a run of this session is paused (for a person's approval, or for the
-        results of client tools it handed back) and may be resumed here."""
-        store = self._conversations.pending_store
-        return await store.load_pending(user_id, session_id) is not None
-
-    async def aclose(self) -> None:
-        """Release what the model, the tools, the stores and the guards hold (HTTP sessions,
-        such as a :class:`~agent_executor.rest.RestTool`'s, Redis connections); the executor is
-        unusable afterwards. Parts shared by several executors may be closed more than once."""
-        parts = (self.model, *self.tools.values(), self.memory, self.tool_results, *self._guards)
-        for part in parts:
-            aclose = getattr(part, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    async def __aenter__(self) -> AgentExecutor:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def _parts(self) -> Iterable[object]:
+        return (self.model, *self.tools.values(), *super()._parts())
 
 
-def _check_limits(concurrency: int, turns: int, parallel_tools: int, tool_calls: int) -> None:
-    if concurrency < 1 or turns < 1 or parallel_tools < 1 or tool_calls < 0:
-        raise ConfigurationError(
-            "max_concurrency, max_turns and max_parallel_tools must be >= 1 and max_tool_calls >= 0"
-        )
+def _checked_model(model: ChatModel | str, concurrency: Concurrency) -> ChatModel:
+    """The model of a model string or object; a string whose key is missing is refused now,
+    not in every run's error. A pooled model reserves a connection per permit."""
+    chat_model = resolve_model(model)
+    if isinstance(model, str):
+        check_credentials(chat_model)
+    if isinstance(chat_model, PooledModel):
+        chat_model.reserve_connections(concurrency.max_concurrency)
+    return chat_model
 
 
 def _check_handoffs(tools: Mapping[str, Tool]) -> None:
     for tool in tools.values():
-        if isinstance(tool, Handoff) and tool.agent._orchestrator() is not None:
+        if isinstance(tool, Handoff) and driver_of(tool.agent).conducted:
             raise ConfigurationError(
                 f"{tool.agent.name!r} is a group or flow: a handoff gives the conversation to "
                 "one agent; offer a group or flow with as_tool() instead"
@@ -331,8 +203,8 @@ def _check_handoffs(tools: Mapping[str, Tool]) -> None:
 
 
 def _handoffs(tools: Mapping[str, Tool]) -> dict[str, Driver]:
-    """The agent each handoff tool gives the conversation to, by tool name."""
-    return {t.name: t.agent._driver for t in tools.values() if isinstance(t, Handoff)}
+    """The driver of the agent each handoff tool gives the conversation to, by tool name."""
+    return {t.name: driver_of(t.agent) for t in tools.values() if isinstance(t, Handoff)}
 
 
 def _registry(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:

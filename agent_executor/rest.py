@@ -1,9 +1,13 @@
 """Where :class:`RestTool` used to live:
 the code is now in :mod:`agent_executor.tools.rest`.
 
-This path keeps working for the names that module exports (its ``__all__``, taken whole, so
-the two cannot drift apart).
+This path still hands on the names that module exports (its ``__all__``, taken whole, so the
+two cannot drift apart), but it is deprecated: importing it warns, and the release named in
+:mod:`agent_executor._deprecations` removes it.
 """
 
+from ._deprecations import warn_moved
 from .tools.rest import *  # noqa: F403
 from .tools.rest import __all__ as __all__
+
+warn_moved(__name__)

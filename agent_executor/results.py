@@ -74,7 +74,7 @@ class Source(BaseModel):
 
 
 class ErrorInfo(BaseModel):
-    """Why a run failed: an ``error.code`` of SPEC section 3 and a human-readable message.
+    """Why a run failed: an ``error.code`` (docs/http-api.md) and a human-readable message.
 
     ``detail`` is the cause, for the program that runs the executor (see ``ErrorEvent``):
     the provider's text for ``llm_error``, the exception for ``internal_error``. It is left

@@ -1,12 +1,13 @@
 """Several named agents in one place, and a router that picks one for a message.
 
-An :class:`AgentRouter` holds agents by name (each an :class:`AgentExecutor` with its own system
-prompt, tools and model). A request that names an agent gets it; one that names none gets the
-default agent, or, with a ``router``, the agent the router picks from the message: a
-:class:`ModelRouter` asks a (cheap) model, a :class:`FunctionRouter` (or any function) decides
-in code. The pick is an :class:`~agent_executor.events.AgentSelectedEvent` at the head of the
-stream. Routing never fails a request: a router that errs, times out or answers with no known
-name leaves the request with the default agent, and the event says why.
+An :class:`AgentRouter` holds agents by name (each an :class:`AgentExecutor`, a group or a
+flow, with its own system prompt, tools and model). A request that names an agent gets it;
+one that names none gets the default agent, or, with a ``router``, the agent the router
+picks from the message: a :class:`ModelRouter` asks a (cheap) model, a
+:class:`FunctionRouter` (or any function) decides in code. The pick is an
+:class:`~agent_executor.events.AgentSelectedEvent` at the head of the stream. Routing never
+fails a request: a router that errs, times out or answers with no known name leaves the
+request with the default agent, and the event says why.
 
 A :class:`ModelRouter`'s call is spent like an agent's model call (docs/spend.md): priced,
 counted in the ``llm_*`` metrics, and charged to the user whose message it routes, through
@@ -27,19 +28,21 @@ import anyio
 
 from ._engine.budget import BudgetStop, CallSpend, Meter, estimate_input_tokens
 from ._engine.state import drop
-from ._engine.streaming import ModelPolicy, TurnOutput, stream_turn
+from ._engine.streaming import TurnOutput, stream_turn
 from ._engine.telemetry import TurnMetrics
 from .command import AgentCommand
 from .context import RunContext
 from .errors import ConfigurationError
 from .events import AgentEvent, AgentSelectedEvent
-from .executor import AgentExecutor
 from .hooks import Hook, HookChain
 from .messages import SystemMessage, Usage, UserMessage
 from .models import ChatModel, ModelRequest, resolve_model
 from .models.base import ModelResponse
 from .observability import Metrics
+from .resources import aclose_all
 from .results import AgentResult
+from .serving import ServedAgent
+from .settings import ModelPolicy
 from .spend import PriceTable, default_prices
 
 if TYPE_CHECKING:
@@ -173,9 +176,7 @@ class ModelRouter:
         await self._hooks.after_model(ctx, ModelResponse(answer, (), finish, spent))
 
     async def aclose(self) -> None:
-        aclose = getattr(self.model, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_all([self.model])
 
 
 def _nothing() -> None:
@@ -204,7 +205,7 @@ class AgentRouter:
 
     def __init__(
         self,
-        agents: Mapping[str, AgentExecutor] | Iterable[AgentExecutor],
+        agents: Mapping[str, ServedAgent] | Iterable[ServedAgent],
         *,
         default: str | None = None,
         router: Router | RouteFunction | None = None,
@@ -215,7 +216,7 @@ class AgentRouter:
             raise ConfigurationError("an AgentRouter needs at least one agent")
         if default is not None and default not in by_name:
             raise ConfigurationError(f"default agent {default!r} is not one of {sorted(by_name)}")
-        self.agents: dict[str, AgentExecutor] = by_name
+        self.agents: dict[str, ServedAgent] = by_name
         self.default = next(iter(by_name)) if default is None else default
         self.router: Router | None = (
             None
@@ -227,7 +228,7 @@ class AgentRouter:
         self.route_timeout = route_timeout
         self.descriptions = {name: agent.description for name, agent in by_name.items()}
 
-    def get(self, name: str | None) -> AgentExecutor | None:
+    def get(self, name: str | None) -> ServedAgent | None:
         """The agent called ``name`` (the default for ``None``); ``None`` if there is none."""
         return self.agents.get(self.default if name is None else name)
 
@@ -285,7 +286,7 @@ class AgentRouter:
 
     async def resolve(
         self, command: AgentCommand, agent: str | None = None
-    ) -> tuple[AgentExecutor, AgentSelectedEvent | None]:
+    ) -> tuple[ServedAgent, AgentSelectedEvent | None]:
         """The agent for ``command``, and the router's pick if a router chose it.
 
         ``agent`` names one (:class:`ConfigurationError` if unknown). A resume (``approvals``
@@ -310,7 +311,4 @@ class AgentRouter:
 
     async def aclose(self) -> None:
         """Close every agent and the router."""
-        for part in (*self.agents.values(), self.router):
-            aclose = getattr(part, "aclose", None)
-            if aclose is not None:
-                await aclose()
+        await aclose_all([*self.agents.values(), self.router])

@@ -29,8 +29,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from agent_executor.guards.injection import InjectionGuard, normalise
 from agent_executor.guards.injection import learned as learned_model
-from agent_executor.injection import InjectionGuard, normalise
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "injection_corpus.jsonl"

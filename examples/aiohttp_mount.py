@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from agent_executor import AgentExecutor
-from agent_executor.demo_tools import DEMO_TOOLS
+from agent_executor import AgentExecutor, Concurrency
+from agent_executor.tools.demo import DEMO_TOOLS
 from server import Settings, create_app
 
 
@@ -23,7 +23,9 @@ async def home(request: web.Request) -> web.Response:
 
 def build_app() -> web.Application:
     """Your application, with the agent service mounted under ``/agent/``."""
-    executor = AgentExecutor(model="demo", tools=DEMO_TOOLS, max_concurrency=32)
+    executor = AgentExecutor(
+        model="demo", tools=DEMO_TOOLS, concurrency=Concurrency(max_concurrency=32)
+    )
     app = web.Application()
     app.router.add_get("/", home)
     app.add_subapp("/agent/", create_app(executor, Settings(heartbeat_seconds=15)))

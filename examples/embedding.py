@@ -21,8 +21,8 @@ from agent_executor import (
     ToolStartEvent,
     tool,
 )
-from agent_executor.demo_tools import DEMO_TOOLS  # the only tools the DemoModel calls
 from agent_executor.models import resolve_model
+from agent_executor.tools.demo import DEMO_TOOLS  # the only tools the DemoModel calls
 
 USER, SESSION = "alice", "trip-1"  # one conversation: the second run sees the first
 

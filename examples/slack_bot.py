@@ -39,8 +39,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_executor import AgentCommand, AgentExecutor, ChatModel, DemoModel, LiteLLMModel
-from agent_executor.demo_tools import DEMO_TOOLS  # the only tools the DemoModel calls
 from agent_executor.integrations.slack import SlackResult, SlackStreamer, workspace_budget
+from agent_executor.tools.demo import DEMO_TOOLS  # the only tools the DemoModel calls
 
 SYSTEM_PROMPT = "You are a helpful assistant in Slack. Answer briefly, in Markdown."
 TOKENS = {

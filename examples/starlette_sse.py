@@ -20,7 +20,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from agent_executor import AgentCommand, AgentExecutor, event_adapter
-from agent_executor.demo_tools import DEMO_TOOLS
+from agent_executor.tools.demo import DEMO_TOOLS
 
 executor = AgentExecutor(model="demo", tools=DEMO_TOOLS)
 

@@ -22,10 +22,10 @@ from aiohttp import web
 
 from agent_executor import (
     AgentCommand,
-    AgentExecutor,
     AgentRouter,
     AgentSelectedEvent,
     ConfigurationError,
+    ServedAgent,
     StoreUnavailable,
 )
 from agent_executor.errors import MissingExtraError
@@ -45,7 +45,7 @@ AG_UI_PATH = "/api/ag-ui"
 DIALECT = "ag-ui"
 """The name AG-UI runs are kept under by the run hub (``server/dialects/registry.py``)."""
 
-_Picked = tuple[AgentExecutor, AgentSelectedEvent | None, AgentCommand]
+_Picked = tuple[ServedAgent, AgentSelectedEvent | None, AgentCommand]
 
 
 def add_ag_ui_routes(app: web.Application) -> None:
@@ -138,7 +138,7 @@ async def _holder(agents: AgentRouter, user: str | None, thread_id: str) -> str 
 
 
 async def _with_history(
-    executor: AgentExecutor, command: AgentCommand, wanted: AGUIRequest
+    executor: ServedAgent, command: AgentCommand, wanted: AGUIRequest
 ) -> AgentCommand:
     """``command``, whose history is the thread's memory; or, when the service has no memory
     of the thread (begun elsewhere, forgotten, its replica without a shared store), the client's

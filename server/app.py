@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from agent_executor import AgentExecutor, AgentRouter
+from agent_executor import AgentRouter, ServedAgent
 from agent_executor.spend import UserBudget
 
 from . import routes, static_files, usage
@@ -30,13 +30,13 @@ __all__ = ["begin_shutdown", "create_app"]
 
 
 def create_app(
-    agents: AgentExecutor | Mapping[str, AgentExecutor] | AgentRouter,
+    agents: ServedAgent | Mapping[str, ServedAgent] | AgentRouter,
     settings: Settings | None = None,
     *,
     budget: UserBudget | None = None,
     relay: RunRelay | None = None,
 ) -> web.Application:
-    """An aiohttp application serving one agent, or several by name (SPEC section 4).
+    """An aiohttp application serving one agent, or several by name (see docs/sse-protocol.md).
 
     Give an :class:`AgentRouter` for a router picking the agent of requests that name none;
     a mapping's default agent is ``settings.default_agent`` if it names one, else the first.
@@ -87,11 +87,11 @@ def create_app(
 
 
 def _router(
-    agents: AgentExecutor | Mapping[str, AgentExecutor] | AgentRouter, settings: Settings
+    agents: ServedAgent | Mapping[str, ServedAgent] | AgentRouter, settings: Settings
 ) -> AgentRouter:
     if isinstance(agents, AgentRouter):
         return agents
-    if isinstance(agents, AgentExecutor):
+    if isinstance(agents, ServedAgent):
         return AgentRouter({agents.name: agents})
     if not agents:
         raise ValueError("create_app needs at least one agent")

@@ -7,7 +7,7 @@ Two checks, both cheap:
   concurrent probes share one round of pings, so probes (the endpoint needs no API key) cannot
   flood Redis.
 - ``model``: down while an agent's model is known down from its own recent calls
-  (:attr:`AgentExecutor.model_health`); nothing is sent to the model for it.
+  (:attr:`ServedAgent.model_health`); nothing is sent to the model for it.
 
 A change of a check is logged once (down with the reason, then up again), not on every probe.
 """
@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal
 
-from agent_executor import AgentExecutor, AgentRouter
+from agent_executor import AgentRouter, ServedAgent
 
 __all__ = ["CheckState", "HealthChecks"]
 
@@ -102,7 +102,7 @@ async def _all(pings: list[Ping]) -> None:
             raise outcome
 
 
-def _pings(executors: Iterable[AgentExecutor]) -> dict[str, list[Ping]]:
+def _pings(executors: Iterable[ServedAgent]) -> dict[str, list[Ping]]:
     """The ``ping`` of every distinct part that offers one (a Redis store or relay), by the
     check it belongs to (its ``health_check`` name)."""
     parts: dict[int, Any] = {}
@@ -118,5 +118,5 @@ def _pings(executors: Iterable[AgentExecutor]) -> dict[str, list[Ping]]:
     return pings
 
 
-def _reasons(executors: list[AgentExecutor]) -> str:
+def _reasons(executors: list[ServedAgent]) -> str:
     return "; ".join(f"agent {e.name}: {e.model_health.reason}" for e in executors)

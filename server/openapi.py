@@ -16,7 +16,7 @@ __all__ = ["openapi_document"]
 
 
 _SSE_EVENT: dict[str, Any] = {
-    "description": "One event of the stream (SPEC section 3); `data` is text or, with "
+    "description": "One event of the stream (see docs/sse-protocol.md); `data` is text or, with "
     "`events=json`, a JSON object. Heartbeat comments are not events.",
     "type": "object",
     "required": ["event", "data", "id"],

@@ -18,7 +18,7 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import BaseModel, ValidationError
 
-from agent_executor import AgentCommand, AgentExecutor, AgentResult, EventStream
+from agent_executor import AgentCommand, AgentResult, EventStream, ServedAgent
 
 from .errors import RETRY_AFTER_SECONDS, json_error
 from .schemas import describe_validation_error
@@ -68,7 +68,7 @@ class Caller:
         """Whose request this is: :attr:`user`, else the id the request itself gives."""
         return self.user or given
 
-    async def run(self, executor: AgentExecutor, command: AgentCommand) -> AgentResult:
+    async def run(self, executor: ServedAgent, command: AgentCommand) -> AgentResult:
         """Run ``command`` on ``executor`` on behalf of this caller."""
         return await executor.execute(
             command,
@@ -77,7 +77,7 @@ class Caller:
             request_headers=self.headers,
         )
 
-    def stream(self, executor: AgentExecutor, command: AgentCommand) -> EventStream:
+    def stream(self, executor: ServedAgent, command: AgentCommand) -> EventStream:
         """Stream ``command``'s run on ``executor`` on behalf of this caller."""
         return executor.execute_stream(
             command,

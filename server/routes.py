@@ -1,4 +1,4 @@
-"""The HTTP endpoints of SPEC section 4 (the OpenAI-compatible ones live elsewhere)."""
+"""The HTTP endpoints of docs/sse-protocol.md (the OpenAI-compatible ones live elsewhere)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from agent_executor import (
     AgentCommand,
-    AgentExecutor,
     AgentSelectedEvent,
     ConfigurationError,
     DoneEvent,
     ErrorCode,
     ErrorEvent,
+    ServedAgent,
     StoreUnavailable,
 )
 from agent_executor.tools import Delivery
@@ -332,7 +332,7 @@ def _distinct(parts: Iterable[_T]) -> list[_T]:
 
 async def _parse(
     request: web.Request, caller: Caller
-) -> tuple[ChatRequest, AgentExecutor, AgentCommand, AgentSelectedEvent | None] | web.Response:
+) -> tuple[ChatRequest, ServedAgent, AgentCommand, AgentSelectedEvent | None] | web.Response:
     """Validate a chat request and pick its agent; a 400 JSON error response if anything is
     wrong. The agent is the one named, the one whose run a resume continues, or the router's
     pick (then announced by the returned event)."""

@@ -35,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_executor import (
     AgentCommand,
-    AgentExecutor,
     AgentSelectedEvent,
     Approval,
     AssistantMessage,
@@ -43,6 +42,7 @@ from agent_executor import (
     ClientToolResult,
     ConfigurationError,
     Message,
+    ServedAgent,
     StoreUnavailable,
     UserMessage,
 )
@@ -344,7 +344,7 @@ def _command(body: UIChatRequest, turn: UITurn, user: str | None) -> AgentComman
 
 async def _agent(
     request: web.Request, name: str | None, command: AgentCommand
-) -> tuple[AgentExecutor, AgentSelectedEvent | None] | web.Response:
+) -> tuple[ServedAgent, AgentSelectedEvent | None] | web.Response:
     """The agent named, or the one whose run of the chat the request resumes, or the
     router's pick; 400 for an unknown name, 503 when the store cannot say."""
     router = request.app[AGENTS]

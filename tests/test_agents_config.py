@@ -68,7 +68,7 @@ def test_the_file_and_the_flags_build_the_agents(tmp_path: Path) -> None:
                 "system_prompt": "You handle billing.",
                 "model": "openai/billing-mini",
                 "api_base": "http://127.0.0.1:1/v1",
-                "tools": ["agent_executor.demo_tools"],
+                "tools": ["agent_executor.tools.demo"],
             },
         }
     }

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from agent_executor import AgentCommand, AgentTool, Handoff
-from agent_executor.orchestration import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
+from agent_executor.orchestration import AgentGroup, AutoTurns, DirectTurns, HybridTurns
 from server.cli import CliError
 
 from .fakes.openai_server import FakeOpenAIServer, Stream, text_stream, tool_call_stream
@@ -68,13 +68,13 @@ def test_groups_are_served_by_name_with_their_strategies(tmp_path: Path) -> None
     assert list(router.agents) == ["writer", "reviewer", "editor", "desk", "auto", "hybrid"]
     assert router.default == "desk"
     desk, auto, hybrid = (router.agents[name] for name in ("desk", "auto", "hybrid"))
-    assert isinstance(desk, AgentGroup) and isinstance(desk.strategy, DirectHandoff)
+    assert isinstance(desk, AgentGroup) and isinstance(desk.strategy, DirectTurns)
     assert desk.strategy.cycle and desk.max_rounds == 3 and desk.termination == "TERMINATE"
     assert desk.agents == {"writer": router.agents["writer"], "reviewer": router.agents["reviewer"]}
-    assert isinstance(auto, AgentGroup) and isinstance(auto.strategy, AutoHandoff)
+    assert isinstance(auto, AgentGroup) and isinstance(auto.strategy, AutoTurns)
     assert auto.strategy.moderator.model.name == "openai/flags-mini"  # the flags' model
     assert auto.termination is None and auto.description == "Writes and reviews."
-    assert isinstance(hybrid, AgentGroup) and isinstance(hybrid.strategy, HybridHandoff)
+    assert isinstance(hybrid, AgentGroup) and isinstance(hybrid.strategy, HybridTurns)
     assert hybrid.strategy.next == {"writer": "reviewer"}
     assert hybrid.strategy.auto.moderator.model.name == "openai/moderator-mini"
     # the service's guards (one rate limit across agents and groups) and its own memory

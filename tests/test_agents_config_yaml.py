@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_executor import AgentCommand, AgentExecutor, AgentResult, AgentRouter, DemoModel
-from agent_executor.orchestration import AgentGroup, DirectHandoff
+from agent_executor.orchestration import AgentGroup, DirectTurns
 from server.cli import CliError, ServeConfig, build_parser, build_service
 
 from .test_agents_config import TOOLS, write
@@ -57,7 +57,7 @@ def test_a_yaml_agents_file_builds_what_its_json_twin_does(
     writer, reviewer, desk = router.agents.values()
     assert writer.description == "Writes the article."
     assert list(writer.tools) == ["shout"] and list(reviewer.tools) == []
-    assert isinstance(desk, AgentGroup) and isinstance(desk.strategy, DirectHandoff)
+    assert isinstance(desk, AgentGroup) and isinstance(desk.strategy, DirectTurns)
     assert desk.max_rounds == 4 and isinstance(writer.model, DemoModel)
 
 

@@ -319,7 +319,7 @@ RAW_EVENTSOURCE = """() => new Promise((resolve) => {
   es.addEventListener('tool_start', e => out.push(['tool_start', e.data]));
   es.addEventListener('error', e => { out.push(['error', e.data ?? null]); es.close(); });
   es.addEventListener('done', e => { out.push(['done', e.data]); es.close(); resolve(out); });
-})"""  # noqa: E501 -- the snippet is kept as the seeds wrote it
+})"""  # noqa: E501 -- the snippet's long lines are kept as written
 
 
 async def test_raw_eventsource_in_text_mode(page: Page, service: Service) -> None:

@@ -192,7 +192,7 @@ def test_periods_are_calendar_periods_in_utc(period: str, at: str, start: str, e
 async def test_a_flows_model_node_and_a_groups_moderator_record_their_spend() -> None:
     import json
 
-    from agent_executor import AgentGroup, AutoHandoff, Flow, ModelNode, ScriptedModel
+    from agent_executor import AgentGroup, AutoTurns, Flow, ModelNode, ScriptedModel
 
     budget = UserBudget("1000tokens/day", clock=Clock(), metrics=CollectorRegistry())
     flow = Flow(
@@ -209,7 +209,7 @@ async def test_a_flows_model_node_and_a_groups_moderator_record_their_spend() ->
     solo.name = "solo"
     team = AgentGroup(
         [solo],
-        strategy=AutoHandoff(moderator, prices=PRICES, hooks=[budget]),
+        strategy=AutoTurns(moderator, prices=PRICES, hooks=[budget]),
         metrics=CollectorRegistry(),
     )
 

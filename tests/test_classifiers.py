@@ -28,7 +28,7 @@ from agent_executor import (
     ScriptedModel,
     UserMessage,
 )
-from agent_executor.injection import InjectionGuard
+from agent_executor.guards.injection import InjectionGuard
 
 from .fakes.openai_server import FakeOpenAIServer, Response, Status, Stream, text_stream
 from .helpers import make_executor

@@ -24,7 +24,7 @@ from agent_executor import (
     ClientTool,
     ClientToolResult,
     DemoModel,
-    DirectHandoff,
+    DirectTurns,
     DoneEvent,
     InjectionGuard,
     MessageEvent,
@@ -348,7 +348,7 @@ async def test_the_demo_model_refuses_a_format_instead_of_answering_in_prose() -
 @pytest.mark.parametrize("field", ["client_tools", "tool_results"])
 async def test_groups_do_not_hand_calls_back(field: str) -> None:
     member = AgentExecutor(model=ScriptedModel(["x"]), name="a")
-    group = AgentGroup([member], strategy=DirectHandoff())
+    group = AgentGroup([member], strategy=DirectTurns())
     fields: dict[str, Any] = (
         {"client_tools": [REFUND]}
         if field == "client_tools"

@@ -29,7 +29,7 @@ from agent_executor import (
     litellm_token_counter,
     tool,
 )
-from agent_executor.compression import SUMMARY_PREFIX, estimate_tokens
+from agent_executor.memory.compression import SUMMARY_PREFIX, estimate_tokens
 from agent_executor.models.scripted import Pause, call, tool_turn
 
 from .helpers import make_executor, sample

@@ -29,8 +29,8 @@ from agent_executor import (
     handoff,
     tool,
 )
-from agent_executor.demo_tools import DEMO_TOOLS, get_time, get_weather
 from agent_executor.models.base import ModelRequest
+from agent_executor.tools.demo import DEMO_TOOLS, get_time, get_weather
 
 from .helpers import collect
 from .server_helpers import ROOT, service_process

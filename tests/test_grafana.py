@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from prometheus_client import CollectorRegistry
 
-from agent_executor.metrics import Metrics
+from agent_executor.observability.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAFANA = ROOT / "grafana"

@@ -23,7 +23,7 @@ from agent_executor import (
     UserMessage,
     tool,
 )
-from agent_executor.injection import (
+from agent_executor.guards.injection import (
     UNTRUSTED_NOTICE,
     InjectionGuard,
     InjectionScore,

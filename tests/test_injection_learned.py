@@ -20,9 +20,15 @@ from pathlib import Path
 import pytest
 
 from agent_executor import AgentCommand, AgentExecutor
-from agent_executor.guards.injection import learned
+from agent_executor.guards.injection import (
+    ENCODED,
+    LEARNED,
+    OBFUSCATION,
+    InjectionGuard,
+    learned,
+    score_text,
+)
 from agent_executor.guards.injection.learned import MIN_WORDS, MODEL_FILES, WINDOW_WORDS
-from agent_executor.injection import ENCODED, LEARNED, OBFUSCATION, InjectionGuard, score_text
 from agent_executor.models.scripted import ScriptedModel
 
 DATA = Path(__file__).parent / "data"

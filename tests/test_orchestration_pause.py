@@ -22,10 +22,11 @@ from agent_executor import (
     handoff,
     tool,
 )
-from agent_executor.approvals import ASK_USER, Approval, PendingRun
+from agent_executor.approvals import Approval, PendingRun
 from agent_executor.memory import ConversationStore
 from agent_executor.models.scripted import call, text_turn, tool_turn
 from agent_executor.redis import RedisConversationStore
+from agent_executor.tools.ask_user import ASK_USER
 
 from .helpers import model_of
 from .helpers import named_agent as agent

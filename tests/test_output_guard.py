@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_executor import AgentCommand, AssistantMessage, MessageEvent, ModelChunk
-from agent_executor.output_guard import OutputGuard
+from agent_executor.guards.output import OutputGuard
 
 from .helpers import collect, make_executor, sample, split_at
 

@@ -54,7 +54,7 @@ def _run(code: str, *, cwd: Path = ROOT, path: Path | None = None) -> str:
 # ---------------------------------------------------------------- missing extras
 
 USES = [
-    ("mcp", "agent_executor.tools.mcp", "import agent_executor.mcp"),
+    ("mcp", "agent_executor.tools.mcp", "import agent_executor.tools.mcp"),
     ("mcp", "agent_executor.tools.mcp", "from agent_executor.tools.mcp import MCPToolset"),
     ("slack", "agent_executor.integrations.slack", "import agent_executor.integrations.slack"),
     ("redis", "agent_executor.redis", "from agent_executor.redis import RedisConversationStore"),

@@ -13,7 +13,7 @@ from agent_executor import (
     RateLimitGuard,
     RunContext,
 )
-from agent_executor.ratelimit import parse_rate
+from agent_executor.guards.ratelimit import parse_rate
 from server import Settings
 
 from .helpers import make_executor, sample

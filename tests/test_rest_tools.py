@@ -16,8 +16,8 @@ from aiohttp import web
 
 from agent_executor import AgentCommand, ConfigurationError
 from agent_executor.models.scripted import call, text_turn, tool_turn
-from agent_executor.rest import RestConnectionError, RestTool
 from agent_executor.results import ToolCallRecord
+from agent_executor.tools.rest import RestConnectionError, RestTool
 from server.settings import Settings
 
 from .fakes.local import serve_locally

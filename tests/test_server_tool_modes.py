@@ -8,8 +8,8 @@ import anyio
 import httpx
 
 from agent_executor import FrontendTool, InMemoryConversationStore, tool
-from agent_executor.approvals import ASK_USER
 from agent_executor.models.scripted import call, tool_turn
+from agent_executor.tools.ask_user import ASK_USER
 from server import Settings
 
 from .helpers import make_executor

@@ -42,7 +42,6 @@ from agent_executor import (
     ToolEndEvent,
     ToolStartEvent,
 )
-from agent_executor.demo_tools import DEMO_TOOLS
 from agent_executor.integrations.slack import (
     SharedRateLimitRetryHandler,
     SlackStreamer,
@@ -50,6 +49,7 @@ from agent_executor.integrations.slack import (
     workspace_budget,
 )
 from agent_executor.models.scripted import Pause, ScriptItem
+from agent_executor.tools.demo import DEMO_TOOLS
 from tests.fakes.slack_api import Call, FakeSlackAPI
 from tests.helpers import make_executor
 

@@ -20,9 +20,10 @@ from agent_executor import (
     UserMessage,
     tool,
 )
-from agent_executor.approvals import ASK_USER, Approval
+from agent_executor.approvals import Approval
 from agent_executor.models import ModelRequest
 from agent_executor.models.scripted import call, tool_turn
+from agent_executor.tools.ask_user import ASK_USER
 
 from .helpers import make_executor
 

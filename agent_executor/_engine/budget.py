@@ -32,7 +32,8 @@ from typing import TypeVar
 from ..errors import ErrorCode
 from ..messages import Usage
 from ..models.base import ModelRequest
-from ..spend import Price, PriceTable, RunLimits
+from ..settings import RunLimits
+from ..spend import Price, PriceTable
 from .state import RunFailed
 from .telemetry import TurnMetrics
 
@@ -123,7 +124,7 @@ def left_for_nested(limits: RunLimits, used: Usage | None) -> dict[str, int | fl
     """The limits a run nested in one with ``limits`` gets (as command fields): what the outer
     run has left, so an agent tool, a group's round or a flow's node cannot spend past the run
     it serves; raises :func:`over_budget` when nothing is left."""
-    if not limits:
+    if not limits.spending:
         return {}
     used = used or Usage()
     left: dict[str, int | float] = {}

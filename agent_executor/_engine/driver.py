@@ -1,8 +1,9 @@
 """The driver: one run from its command to its ``done`` event, the same for both modes.
 
-    command → guards → before_agent_start hooks → permit → prepare (tools, history, prompt;
-              or the paused run, given back to the agent it paused on)
-            → the ReAct loop (then the loop of each agent a handoff gives the run to),
+    command → guards → before_agent_start hooks → permit → the conductor:
+              a ReAct loop: prepare (tools, history, prompt; or the paused run, given back
+              to the agent it paused on), then the loop (then the loop of each agent a
+              handoff gives the run to);
               or the orchestrator of a group or flow, whose steps are nested agent runs
             → finish (pending tools, memory, hooks, telemetry, closing events)
 
@@ -27,56 +28,67 @@ import anyio
 from ..approvals import PendingRun
 from ..command import AgentCommand
 from ..context import RunContext, bind_run_context, current_run_context
-from ..errors import ErrorCode, GuardRejection, HookRejection, StoreUnavailable
+from ..errors import ErrorCode, HookRejection, StoreUnavailable
 from ..events import AgentSelectedEvent
 from ..guards import Guard, ToolResultScreen
 from ..hooks import HookChain
 from ..messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..observability import Span, log_context
 from ..results import ErrorInfo
-from ..spend import RunLimits
+from ..settings import RunLimits
 from ..tools import FrontendTool, Tool
 from .approvals import Approvals, snapshot
 from .gate import ConcurrencyGate
+from .guarding import check_guards
 from .history import Conversations, before_paused
 from .loop import ReactLoop
 from .orchestrator import Orchestrator, conduct
 from .output_format import OutputFormat
-from .state import Caller, Emit, Mode, RunFailed, RunState, drop, error_detail, error_event
+from .state import (
+    Emit,
+    Mode,
+    RequestOrigin,
+    RunFailed,
+    RunState,
+    drop,
+    error_detail,
+    error_event,
+)
 from .telemetry import RunTelemetry
 from .tool_calls import ToolRunner
 
-__all__ = ["Caller", "Driver", "Mode", "RunSettings"]
+__all__ = ["Conductor", "Driver", "Mode", "RunSettings"]
 
 logger = logging.getLogger("agent_executor")
 
 
-_NO_LIMITS = RunLimits()
+Conductor = ReactLoop | Orchestrator
+"""What runs a command under the permit: one agent's ReAct loop, or a group's or flow's
+orchestrator."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunSettings:
-    """The executor's settings a run's steps read (the others are in the parts)."""
+    """The agent's settings a run's steps read (the others are in the parts)."""
 
+    name: str
     system_prompt: str | None
-    request_timeout: float | None
     max_tool_calls: int
-    name: str = "default"
-    limits: RunLimits = _NO_LIMITS
+    limits: RunLimits
 
 
 class Driver:
-    """Drives runs of one executor through guards, hooks, the gate, the loop and finish."""
+    """Drives the runs of one agent, group or flow through guards, hooks, the gate, its
+    conductor and finish."""
 
     __slots__ = (
         "_approvals",
+        "_conductor",
         "_conversations",
         "_gate",
         "_guards",
         "_handoffs",
         "_hooks",
-        "_loop",
-        "_orchestrator",
         "_screens",
         "_settings",
         "_telemetry",
@@ -88,42 +100,48 @@ class Driver:
     def __init__(
         self,
         *,
-        tools: Mapping[str, Tool],
+        conductor: Conductor,
         guards: Sequence[Guard],
+        screens: Sequence[ToolResultScreen],
         hooks: HookChain,
         gate: ConcurrencyGate,
         conversations: Conversations,
-        approvals: Approvals,
-        loop: ReactLoop,
-        tool_runner: ToolRunner,
         telemetry: RunTelemetry,
         settings: RunSettings,
+        tools: Mapping[str, Tool] | None = None,
+        tool_runner: ToolRunner | None = None,
+        approvals: Approvals | None = None,
         handoffs: Mapping[str, Driver] | None = None,
-        orchestrator: Orchestrator | None = None,
     ) -> None:
-        self._tools = tools
-        self._orchestrator = orchestrator
+        self._conductor = conductor
+        self._tools: Mapping[str, Tool] = {} if tools is None else tools
         self._handoffs: Mapping[str, Driver] = handoffs or {}
-        self._tool_specs = [t.spec() for t in tools.values()]
+        self._tool_specs = [t.spec() for t in self._tools.values()]
         self._guards = tuple(guards)
-        self._screens = tuple(g for g in self._guards if isinstance(g, ToolResultScreen))
+        self._screens = tuple(screens)
         self._hooks = hooks
         self._gate = gate
         self._conversations = conversations
         self._approvals = approvals
-        self._loop = loop
         self._tool_runner = tool_runner
         self._telemetry = telemetry
         self._settings = settings
 
-    async def run(self, command: AgentCommand, mode: Mode, emit: Emit, caller: Caller) -> RunState:
+    @property
+    def conducted(self) -> bool:
+        """Whether an orchestrator (a group's, a flow's) conducts the runs, not a ReAct loop."""
+        return not isinstance(self._conductor, ReactLoop)
+
+    async def run(
+        self, command: AgentCommand, mode: Mode, emit: Emit, origin: RequestOrigin
+    ) -> RunState:
         """Run ``command`` to its end; its events go to ``emit``, its outcome is the state."""
         ctx = RunContext(
             command=command,
-            request_id=caller.request_id or uuid.uuid4().hex,
+            request_id=origin.request_id or uuid.uuid4().hex,
             mode=mode,
-            client_address=caller.address,
-            request_headers=caller.headers or {},
+            client_address=origin.address,
+            request_headers=origin.headers or {},
             screens=self._screens,
             agent=self._settings.name,
             parent=current_run_context(),
@@ -145,7 +163,7 @@ class Driver:
 
     async def _drive_within_deadline(self, run: RunState) -> None:
         """Drive the run under its deadline; every failure but cancellation becomes its error."""
-        timeout = self._settings.request_timeout
+        timeout = self._settings.limits.request_timeout
         try:
             deadline = anyio.current_time() + (math.inf if timeout is None else timeout)
             with anyio.CancelScope(deadline=deadline) as scope:
@@ -163,7 +181,7 @@ class Driver:
             run.fail(_internal_error(run, exc))
 
     async def _drive(self, run: RunState) -> None:
-        await self._check_guards(run)
+        await check_guards(run, self._guards, self._telemetry)
         if self._hooks:
             checked = _guarded_text(run.ctx.command)
             try:
@@ -171,42 +189,18 @@ class Driver:
             except HookRejection as exc:
                 raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
             if _guarded_text(run.ctx.command) != checked:
-                await self._check_guards(run, rewritten=True)
+                await check_guards(run, self._guards, self._telemetry, rewritten=True)
         command = run.ctx.command
         output = OutputFormat.resolve(command.response_format)
         max_calls = command.max_tool_calls
         if max_calls is None:
             max_calls = self._settings.max_tool_calls
         async with self._gate.permit():
-            if self._orchestrator is not None:
-                await conduct(run, self._orchestrator, self._conversations, output)
+            if not isinstance(self._conductor, ReactLoop):
+                await conduct(run, self._conductor, self._conversations, output)
                 return
             agent = await self._prepare(run, output, max_calls)
             await self._converse(run, output, max_calls, agent)
-
-    async def _check_guards(self, run: RunState, *, rewritten: bool = False) -> None:
-        """Run the guards in order; the first rejection ends the run with its code.
-
-        A guard whose ``checks_content`` attribute is false (``RateLimitGuard``, which counts
-        requests) judges requests, not what they say; it is skipped, and the content guards
-        run again, in two cases: a command that a ``before_agent_start`` hook rewrote
-        (``rewritten=True``: its ``user_prompt``, ``system_prompt`` or ``messages`` changed,
-        by a returned copy or in place; the request was counted already), and a run nested in
-        another (an agent tool's call, a group's round, a flow's node: the user's request was
-        counted by the run it is nested in). A guard without the attribute is a content
-        guard. The rejection of a rewritten command is the same as a direct one.
-        """
-        skip_counters = rewritten or run.ctx.parent is not None
-        for guard in self._guards:
-            if skip_counters and not getattr(guard, "checks_content", True):
-                continue
-            try:
-                await guard.check(run.ctx)
-            except GuardRejection as exc:
-                self._telemetry.guard_refused(
-                    guard.name, exc.code.value, exc.message, rewritten=rewritten
-                )
-                raise RunFailed(exc.code, exc.message, exc.retry_after) from None
 
     async def _prepare(self, run: RunState, output: OutputFormat | None, max_calls: int) -> Driver:
         """The run's tools and its conversation so far: prompt, history, the user's message,
@@ -233,6 +227,7 @@ class Driver:
             run.add(UserMessage(content=command.user_prompt))
             return self
         agent = self._resumer(run, paused, output)
+        assert agent._approvals is not None  # a driver with a ReAct loop has approvals
         await agent._approvals.resume(run, max_calls, paused)
         return agent
 
@@ -241,7 +236,7 @@ class Driver:
         prompt and signer: its tokens are checked by the signer that made them)."""
         if paused.agent is None:
             return self
-        agent = self._reachable(paused.agent)
+        agent = _reachable(self, paused.agent)
         if agent is None:
             raise RunFailed(
                 ErrorCode.INVALID_INPUT,
@@ -253,19 +248,6 @@ class Driver:
         agent._take_over(run, output, f"from {self._settings.name}, resuming its paused run")
         return agent
 
-    def _reachable(self, name: str) -> Driver | None:
-        """The agent named ``name`` among this one and those its handoffs lead to (the
-        nearest, breadth first)."""
-        seen, queue = {id(self)}, [self]
-        for driver in queue:  # the list grows while it is read: breadth first
-            if driver._settings.name == name:
-                return driver
-            for target in driver._handoffs.values():
-                if id(target) not in seen:
-                    seen.add(id(target))
-                    queue.append(target)
-        return None
-
     async def _converse(
         self, run: RunState, output: OutputFormat | None, max_calls: int, agent: Driver
     ) -> None:
@@ -273,7 +255,8 @@ class Driver:
         one a resumed run paused on), then each agent a handoff gives it to (same messages,
         budget and usage; the target's prompt, model and tools)."""
         while True:
-            await agent._loop.run(run, output, max_calls)
+            assert isinstance(agent._conductor, ReactLoop)  # handoffs lead to agents only
+            await agent._conductor.run(run, output, max_calls)
             if run.handoff is None:
                 return
             agent = agent._hand_over(run, output)
@@ -314,7 +297,8 @@ class Driver:
         """Tools were added to the registry (``AgentExecutor.add_tools``)."""
         self._tool_specs = [t.spec() for t in self._tools.values()]
         self._handoffs = handoffs
-        self._tool_runner.tools_changed()
+        if self._tool_runner is not None:
+            self._tool_runner.tools_changed()
 
     def with_tools(self, tools: Mapping[str, Tool]) -> Driver:
         """This agent as it is now, also offering ``tools`` to the runs it is given (a flow's
@@ -333,7 +317,8 @@ class Driver:
 
     async def _finish(self, run: RunState, span: Span) -> None:
         """Close the run: pending tools, memory, hooks, telemetry, then the closing events."""
-        self._tool_runner.close_pending(run)
+        if self._tool_runner is not None:
+            self._tool_runner.close_pending(run)
         if run.error is None or _whole_turns_kept(run):
             paused = None
             if run.finish_reason in ("waiting_for_approval", "tool_calls"):
@@ -352,13 +337,28 @@ class Driver:
     async def _cancelled(self, run: RunState, span: Span) -> None:
         run.cancelled = True
         run.emit = drop
-        self._tool_runner.close_pending(run)
+        if self._tool_runner is not None:
+            self._tool_runner.close_pending(run)
         self._telemetry.run_cancelled(span, run)
         if self._hooks:
             with anyio.move_on_after(1):
                 await self._hooks.on_agent_failed(
                     run.ctx, ErrorInfo(code="cancelled", message="the run was cancelled")
                 )
+
+
+def _reachable(start: Driver, name: str) -> Driver | None:
+    """The agent named ``name`` among ``start`` and those its handoffs lead to (the nearest,
+    breadth first)."""
+    seen, queue = {id(start)}, [start]
+    for driver in queue:  # the list grows while it is read: breadth first
+        if driver._settings.name == name:
+            return driver
+        for target in driver._handoffs.values():
+            if id(target) not in seen:
+                seen.add(id(target))
+                queue.append(target)
+    return None
 
 
 def _with_client_tools(

@@ -209,7 +209,7 @@ class ModelTurns:
         hooks = self._hooks
         if hooks:
             request = await hooks.before_model(run.ctx, request)
-        meter, input_tokens = self._meter(run, request) if run.limits else (None, 0)
+        meter, input_tokens = self._meter(run, request) if run.limits.spending else (None, 0)
         guard = self._output_guard
         reasoning = self._reasoning_events
         text_from = len(run.texts)

@@ -12,7 +12,6 @@ the agent keeps its paused run in its own memory.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..approvals import PendingRun
@@ -25,13 +24,12 @@ from ..results import Source
 from .budget import kept_if_cancelled, left_for_nested
 from .history import Conversations
 from .output_format import OutputFormat
-from .state import Caller, Emit, Mode, RunFailed, RunState, drop
+from .state import Emit, RequestOrigin, RunCommand, RunFailed, RunState, drop
 from .streaming import paragraph_break
 
 __all__ = [
     "MAX_NESTING",
     "Orchestrator",
-    "RunAgent",
     "cite",
     "conduct",
     "member_failed",
@@ -39,9 +37,6 @@ __all__ = [
     "run_member",
     "say",
 ]
-
-RunAgent = Callable[[AgentCommand, Mode, Emit, Caller], Awaitable[RunState]]
-"""Runs a command on an agent's own driver (``AgentExecutor._driver.run``)."""
 
 MAX_NESTING = 4
 """How deep runs may nest (a group in a flow in a group ...), as for agents used as tools."""
@@ -107,7 +102,7 @@ def member_session(run: RunState, owner: str, member: str) -> str | None:
 
 
 async def run_member(
-    run: RunState, agent: RunAgent, command: AgentCommand, *, step: str, relay: bool = True
+    run: RunState, agent: RunCommand, command: AgentCommand, *, step: str, relay: bool = True
 ) -> RunState:
     """Run an agent on ``command`` inside ``run``, for the run's user (its id and metadata are
     the run's); the agent's run state is returned.
@@ -134,9 +129,9 @@ async def run_member(
     if relay:
         update["client_tools"] = ctx.command.client_tools
     command = command.model_copy(update=update)
-    caller = Caller(f"{ctx.request_id}/{step}", ctx.client_address, ctx.request_headers)
+    origin = RequestOrigin(f"{ctx.request_id}/{step}", ctx.client_address, ctx.request_headers)
     emit: Emit = _Relay(run) if relay else drop
-    member = await kept_if_cancelled(agent(command, ctx.mode, emit, caller), run.add_usage)
+    member = await kept_if_cancelled(agent(command, ctx.mode, emit, origin), run.add_usage)
     run.add_usage(member.usage)
     run.records.extend(member.records)
     cite(run.ctx, member.ctx.sources)

@@ -9,27 +9,29 @@ outcome). Two parts have one owner each and are changed only through their own m
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..approvals import PendingRun
+from ..command import AgentCommand
 from ..context import RunContext
 from ..errors import ErrorCode, ModelError
 from ..events import AgentEvent, DoneEvent, ErrorEvent
 from ..messages import Message, ToolCall, Usage
 from ..results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
-from ..spend.limits import RunLimits
+from ..settings import RunLimits
 from ..tools import Tool
 
 __all__ = [
     "DETAIL_LIMIT",
     "ApprovalState",
-    "Caller",
     "Emit",
     "HandoffRequest",
     "Mode",
     "PendingCall",
+    "RequestOrigin",
+    "RunCommand",
     "RunFailed",
     "RunState",
     "ToolBudget",
@@ -42,8 +44,9 @@ Mode = Literal["stream", "execute"]
 
 
 @dataclass(frozen=True, slots=True)
-class Caller:
-    """Who asked for a run: the request id, network address and HTTP headers, when known."""
+class RequestOrigin:
+    """Where a run's request came from: its request id, network address and HTTP headers,
+    when known (the service's ``Caller`` is the HTTP side of the same thing)."""
 
     request_id: str | None = None
     address: str | None = None
@@ -58,6 +61,8 @@ Emit = Callable[[AgentEvent], None]
 def drop(event: AgentEvent) -> None:
     """The ``emit`` of ``execute()``: its result is read from the run, not from events."""
 
+
+_NO_LIMITS = RunLimits(request_timeout=None)
 
 DETAIL_LIMIT = 2000
 """How much of a cause ``ErrorInfo.detail`` keeps (a provider's page of HTML is cut)."""
@@ -229,7 +234,7 @@ class RunState:
         self.approvals = ApprovalState()
         self.handoff: HandoffRequest | None = None
         self.handoffs = 0
-        self.limits: RunLimits = RunLimits()
+        self.limits: RunLimits = _NO_LIMITS
         """What the run may spend (the executor's limits and the command's, the lower)."""
         self.paused: PendingRun | None = None
         """What an orchestrator keeps of a run it paused (a group's or flow's own state);
@@ -302,3 +307,8 @@ class RunState:
             client_tool_calls=list(self.approvals.client),
             messages=self.conversation(),
         )
+
+
+RunCommand = Callable[[AgentCommand, Mode, Emit, RequestOrigin], Awaitable[RunState]]
+"""Runs a command on one agent's driver (``Driver.run``): how agent tools, groups and flows
+run the agents they use, nested in their own run."""

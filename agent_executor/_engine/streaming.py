@@ -24,6 +24,7 @@ from ..events import MessageEvent, ReasoningEvent
 from ..guards import OutputBlocked, OutputFilter
 from ..messages import ToolCall, Usage
 from ..models.base import ChatModel, ModelChunk, ModelRequest, ModelResponse
+from ..settings import ModelPolicy
 from .assembler import ToolCallAssembler
 from .budget import BudgetStop, Meter
 from .state import Emit
@@ -38,17 +39,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agent_executor.model")
-
-
-@dataclass(frozen=True, slots=True)
-class ModelPolicy:
-    """Retries and timeouts of model calls (seconds; ``None`` disables a timeout)."""
-
-    retries: int = 2
-    backoff: float = 0.5
-    max_backoff: float = 8.0
-    first_token_timeout: float | None = 60.0
-    idle_timeout: float | None = 60.0
 
 
 @dataclass(slots=True)

@@ -16,7 +16,16 @@ are where the code lives.
 
 from __future__ import annotations
 
-from .base import Guard, InputValidationGuard, ScreenVerdict, ToolResultScreen, user_texts
+from .base import (
+    Guard,
+    InputValidationGuard,
+    ScreenVerdict,
+    ToolResultScreen,
+    checks_content,
+    error_codes,
+    screens_among,
+    user_texts,
+)
 from .classifiers import LLMJudgeGuard, ONNXClassifier
 from .injection import InjectionGuard, InjectionScore
 from .output import OutputBlocked, OutputFilter, OutputGuard
@@ -37,5 +46,8 @@ __all__ = [
     "RateLimitStorage",
     "ScreenVerdict",
     "ToolResultScreen",
+    "checks_content",
+    "error_codes",
+    "screens_among",
     "user_texts",
 ]

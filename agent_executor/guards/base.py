@@ -19,25 +19,38 @@ finished call and gives the model the :class:`ScreenVerdict`'s text instead; tex
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
 from ..command import AgentCommand
 from ..context import RunContext
 from ..errors import ErrorCode, GuardRejection
+from ..screening import ScreenVerdict, ToolResultScreen
 
-__all__ = ["Guard", "InputValidationGuard", "ScreenVerdict", "ToolResultScreen"]
+__all__ = [
+    "Guard",
+    "InputValidationGuard",
+    "ScreenVerdict",
+    "ToolResultScreen",
+    "checks_content",
+    "error_codes",
+    "screens_among",
+]
 
 
 @runtime_checkable
 class Guard(Protocol):
     """Refuses a run by raising :class:`GuardRejection` from :meth:`check`.
 
-    ``codes`` lists the error codes the guard may raise, so metrics can start them at 0. An
-    optional ``checks_content`` attribute (default true) says whether the guard judges what
-    the command says, and so runs again on a command rewritten by a ``before_agent_start``
-    hook and on runs nested in another (an agent tool's call, a group's round); set it to
+    ``codes`` lists the error codes the guard may raise, so metrics can start them at 0
+    (default: none). ``checks_content`` (default true) says whether the guard judges what the
+    command says, and so runs again on a command rewritten by a ``before_agent_start`` hook
+    and on runs nested in another (an agent tool's call, a group's round); set it to
     ``False`` for guards that count or charge requests, which judge only the user's request.
+
+    ``checks_content`` is optional: the driver reads it with :func:`checks_content`, which
+    gives the default to a guard without it. A guard that is also a
+    :class:`ToolResultScreen` screens tool results (:func:`screens_among` picks them out).
     """
 
     @property
@@ -49,19 +62,24 @@ class Guard(Protocol):
     async def check(self, ctx: RunContext) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ScreenVerdict:
-    """What the model gets instead of a tool result; ``blocked`` marks the call ``rejected``."""
-
-    text: str
-    blocked: bool = False
+CHECKS_CONTENT = True
+"""The default of a guard's optional ``checks_content``: it judges what a command says."""
 
 
-@runtime_checkable
-class ToolResultScreen(Protocol):
-    """A guard that also checks tool results; ``None`` leaves the result as it is."""
+def checks_content(guard: Guard) -> bool:
+    """The guard's ``checks_content``, or :data:`CHECKS_CONTENT` for one that has none."""
+    return bool(getattr(guard, "checks_content", CHECKS_CONTENT))
 
-    async def screen_tool_result(self, tool: str, text: str) -> ScreenVerdict | None: ...
+
+def error_codes(guard: Guard) -> tuple[str, ...]:
+    """The guard's ``codes``; a guard made before ``codes`` was part of the protocol may
+    lack it, and has none to announce."""
+    return tuple(getattr(guard, "codes", ()))
+
+
+def screens_among(guards: Sequence[Guard]) -> tuple[ToolResultScreen, ...]:
+    """The guards that also screen tool results, in their order."""
+    return tuple(guard for guard in guards if isinstance(guard, ToolResultScreen))
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

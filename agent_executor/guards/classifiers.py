@@ -33,6 +33,7 @@ from ..context import RunContext
 from ..errors import ConfigurationError, ErrorCode, GuardRejection, ModelError
 from ..messages import SystemMessage, UserMessage
 from ..models import ChatModel, ModelRequest, resolve_model
+from ..resources import aclose_all
 from .base import user_texts
 from .injection import REJECTION_MESSAGE
 
@@ -390,9 +391,7 @@ class LLMJudgeGuard:
 
     async def aclose(self) -> None:
         """Close the judge model's connections (an executor does this for its guards)."""
-        aclose = getattr(self.model, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_all([self.model])
 
     def _request(self, text: str) -> ModelRequest:
         text = _head_and_tail(text, self.max_chars)

@@ -20,6 +20,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from ..context import RunContext
 from ..errors import ConfigurationError, ErrorCode, GuardRejection
+from ..resources import aclose_all
 
 __all__ = [
     "InMemoryRateLimitStorage",
@@ -141,9 +142,7 @@ class RateLimitGuard:
 
     async def aclose(self) -> None:
         """Close the storage's connections, if it has any (a Redis storage)."""
-        aclose = getattr(self.storage, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_all([self.storage])
 
     async def check(self, ctx: RunContext) -> None:
         """Take one request from the key's allowance, or refuse with the time to wait."""

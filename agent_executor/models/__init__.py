@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ..errors import ConfigurationError
-from .base import ChatModel, ModelChunk, ModelRequest, ModelResponse, ToolCallDelta
+from .base import ChatModel, ModelChunk, ModelRequest, ModelResponse, PooledModel, ToolCallDelta
 from .credentials import check_credentials
 from .demo import DemoModel
 from .litellm import LiteLLMModel
@@ -28,6 +28,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OpenAICompatModel",
+    "PooledModel",
     "ScriptedModel",
     "ToolCallDelta",
     "check_credentials",

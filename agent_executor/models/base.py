@@ -14,7 +14,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message, ToolCall, Usage
 
-__all__ = ["ChatModel", "ModelChunk", "ModelRequest", "ModelResponse", "ToolCallDelta"]
+__all__ = [
+    "ChatModel",
+    "ModelChunk",
+    "ModelRequest",
+    "ModelResponse",
+    "PooledModel",
+    "ToolCallDelta",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +119,14 @@ class ChatModel(Protocol):
     def name(self) -> str: ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]: ...
+
+
+@runtime_checkable
+class PooledModel(ChatModel, Protocol):
+    """A model that keeps a pool of connections, sized for the agent that uses it: the agent
+    reserves one per run that may hold a permit, so no run waits for a connection."""
+
+    def reserve_connections(self, count: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

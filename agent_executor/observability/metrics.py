@@ -1,4 +1,4 @@
-"""Prometheus metrics of SPEC section 6, one set per registry.
+"""Prometheus metrics (see docs/observability.md), one set per registry.
 
 ``AgentExecutor(metrics=registry)`` records into ``registry`` (default: prometheus-client's
 default registry). Executors and the server sharing a registry share one :class:`Metrics`
@@ -59,7 +59,7 @@ _TURN_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50)
 
 
 class Metrics:
-    """Every metric of SPEC section 6, registered in one registry."""
+    """Every metric of docs/observability.md, registered in one registry."""
 
     _by_registry: ClassVar[weakref.WeakKeyDictionary[CollectorRegistry, Metrics]] = (
         weakref.WeakKeyDictionary()

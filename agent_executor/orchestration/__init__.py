@@ -1,75 +1,50 @@
-"""Agents working together: one agent used as another's tool, and handoffs between agents.
+"""Agents working together: agent groups that take turns, and flows of nodes along edges.
 
-``executor.as_tool()`` (an :class:`AgentTool`) runs an agent on a task the calling model
-writes, as a run nested in the calling one: its events stream inside the caller's stream
-(:class:`~agent_executor.events.NestedEvent`), its usage adds up, cancellation reaches it.
-:func:`handoff` (a :class:`Handoff`) lets the model give the rest of the conversation to
-another agent, whose prompt, model and tools take over the same run. An :class:`AgentGroup`
-lets agents take turns on one task, round by round; a :class:`Flow` runs nodes (agents,
-model calls, tools, filters, functions) along edges. See ``docs/orchestration.md``.
+An :class:`AgentGroup` lets agents take turns on one task, round by round, as its
+:class:`TurnStrategy` plans (:class:`DirectTurns`, :class:`AutoTurns`, :class:`HybridTurns`);
+a :class:`Flow` runs nodes (agents, model calls, tools, filters, functions) along edges. Both
+are served like agents and conduct each run as a series of nested agent runs; their strategies
+and functions see the run through a :class:`RunView`. The parts any agent can use (another
+agent as a tool, handoffs) are in :mod:`agent_executor.delegation` and are offered here too.
+See ``docs/orchestration.md``.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-from .agent_tool import MAX_DEPTH, AgentTool, AgentToolError, SessionPolicy
-from .handoff import MAX_HANDOFFS, Handoff, HandoffRefused, handoff
-
-if TYPE_CHECKING:
-    from .flow import (
-        AgentNode,
-        Edge,
-        FilterNode,
-        Flow,
-        FunctionNode,
-        ModelNode,
-        Node,
-        Setting,
-        ToolNode,
-    )
-    from .group import (
-        TERMINATE,
-        AgentGroup,
-        AutoHandoff,
-        DirectHandoff,
-        GroupPlan,
-        HandoffStrategy,
-        HybridHandoff,
-        Said,
-    )
-
-_GROUP_NAMES = (
-    "TERMINATE",
-    "AgentGroup",
-    "AutoHandoff",
-    "DirectHandoff",
-    "GroupPlan",
-    "HandoffStrategy",
-    "HybridHandoff",
-    "Said",
+from .._deprecations import moved_names
+from ..delegation import (
+    MAX_DEPTH,
+    MAX_HANDOFFS,
+    AgentTool,
+    AgentToolError,
+    Handoff,
+    HandoffRefused,
+    SessionPolicy,
+    handoff,
 )
-_FLOW_NAMES = (
-    "AgentNode",
-    "Edge",
-    "FilterNode",
-    "Flow",
-    "FunctionNode",
-    "ModelNode",
-    "Node",
-    "Setting",
-    "ToolNode",
+from .flow import (
+    AgentNode,
+    Edge,
+    FilterNode,
+    Flow,
+    FunctionNode,
+    ModelNode,
+    Node,
+    Setting,
+    ToolNode,
 )
-_LATER = dict.fromkeys(_GROUP_NAMES, "group") | dict.fromkeys(_FLOW_NAMES, "flow")
-"""Names of the modules that build on ``AgentExecutor`` (groups, flows), loaded when first
-asked for: ``AgentExecutor`` imports this package's tools, so they cannot load with it."""
+from .group import (
+    TERMINATE,
+    AgentGroup,
+    AutoTurns,
+    DirectTurns,
+    GroupPlan,
+    GroupView,
+    HybridTurns,
+    Said,
+    TurnStrategy,
+)
+from .run_view import RunView
 
-
-def __getattr__(name: str) -> Any:
-    module = _LATER.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{module}", __name__), name)
-
+__getattr__ = moved_names(__name__)
 
 __all__ = [
     "MAX_DEPTH",
@@ -79,22 +54,24 @@ __all__ = [
     "AgentNode",
     "AgentTool",
     "AgentToolError",
-    "AutoHandoff",
-    "DirectHandoff",
+    "AutoTurns",
+    "DirectTurns",
     "Edge",
     "FilterNode",
     "Flow",
     "FunctionNode",
     "GroupPlan",
+    "GroupView",
     "Handoff",
     "HandoffRefused",
-    "HandoffStrategy",
-    "HybridHandoff",
+    "HybridTurns",
     "ModelNode",
     "Node",
+    "RunView",
     "Said",
     "SessionPolicy",
     "Setting",
     "ToolNode",
+    "TurnStrategy",
     "handoff",
 ]

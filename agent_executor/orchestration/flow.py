@@ -22,20 +22,21 @@ flow (same session) with the approvals, and the flow goes on from that node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._engine.orchestrator import RunAgent, member_failed, member_session, run_member, say
-from .._engine.state import RunFailed, RunState
+from .._engine.orchestrator import member_failed, member_session, run_member, say
+from .._engine.state import RunCommand, RunFailed, RunState
+from ..agent import Agent
 from ..approvals import Approval, PendingRun
 from ..command import AgentCommand
-from ..errors import ConfigurationError, ErrorCode
+from ..errors import ConfigurationError, ErrorCode, PlanRefused
 from ..events import AgentSelectedEvent, NodeEndEvent, NodeStartEvent, NodeStatus
-from ..executor import AgentExecutor
 from ..messages import AssistantMessage, Usage
 from ..results import ToolCallRecord
+from ..serving import driver_of
 from ..tools import Tool
 from ._orchestrated import Orchestrated, agent_runner
 from .flow_nodes import (
@@ -50,6 +51,7 @@ from .flow_nodes import (
     ToolNode,
     check_setting,
 )
+from .run_view import RunView
 
 if TYPE_CHECKING:
     from ..observability import Metrics
@@ -87,7 +89,7 @@ class Flow(Orchestrated):
     ``nodes`` (their names must differ), ``edges`` (connections, :class:`Edge`), ``settings``
     (tools given to agent and model nodes, :class:`Setting`), ``start`` (the first node's
     name), ``max_steps`` (node runs per run; required when the edges make a cycle). The other
-    options are an executor's (see :class:`Orchestrated`).
+    options are those of every group and flow (see :class:`Orchestrated`).
     """
 
     def __init__(
@@ -109,7 +111,7 @@ class Flow(Orchestrated):
         _check_graph(self)
         self._given = _given_tools(self, name)
         super().__init__(name=name, **options)
-        self._models = {
+        self._models: dict[str, Agent] = {
             node.name: node.build(
                 self.metrics.registry,
                 prices=self.prices,
@@ -120,9 +122,7 @@ class Flow(Orchestrated):
             if isinstance(node, ModelNode)
         }
         self.metrics.register_flow(name, self.nodes)
-
-    def _orchestrator(self) -> _Steps:
-        return _Steps(self, self.metrics)
+        self._conduct(_Steps(self, self.metrics))
 
     def given(self, node: str) -> Mapping[str, Tool]:
         """The tools this flow's settings give node ``node``, by name, beside its own: the
@@ -130,18 +130,12 @@ class Flow(Orchestrated):
         so other flows and direct runs of it do not see them)."""
         return self._given.get(node, {})
 
-    async def aclose(self) -> None:
-        """Also release what the flow holds itself: its tool nodes' tools (given to agents by
+    def _parts(self) -> Iterable[object]:
+        """Also what the flow holds itself: its tool nodes' tools (given to agents by
         settings, or run as steps) and its model nodes' private agents. Its agent nodes'
         agents are not its own: close them where they are made."""
-        await super().aclose()
-        for node in self.nodes.values():
-            if isinstance(node, ToolNode):
-                aclose = getattr(node.tool, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-        for agent in self._models.values():
-            await agent.aclose()
+        tools = [node.tool for node in self.nodes.values() if isinstance(node, ToolNode)]
+        return (*super()._parts(), *tools, *self._models.values())
 
     def outgoing(self, name: str) -> list[Edge]:
         """The connections leaving node ``name``, in the order given."""
@@ -165,7 +159,7 @@ class Flow(Orchestrated):
             "and it has no default edge",
         )
 
-    def runner_of(self, node: AgentNode | ModelNode) -> AgentExecutor:
+    def runner_of(self, node: AgentNode | ModelNode) -> Agent:
         """The agent that runs an agent or model node."""
         return node.agent if isinstance(node, AgentNode) else self._models[node.name]
 
@@ -276,7 +270,10 @@ class _Steps:
     ) -> tuple[str, str]:
         run.emit(NodeStartEvent(node=node.name, kind=node.kind))
         try:
-            output, route = await node.apply(text)
+            output, route = await node.apply(text, RunView(run))
+        except PlanRefused as exc:
+            self._ended(run, node, "error", str(exc))
+            raise RunFailed(ErrorCode.INVALID_PLAN, f"node {node.name}: {exc}") from None
         except NodeFailed as exc:
             self._ended(run, node, "error", str(exc))
             raise RunFailed(ErrorCode.INTERNAL_ERROR, f"node {node.name} failed: {exc}") from None
@@ -308,10 +305,10 @@ class _Steps:
         run.add(AssistantMessage(content=output))
 
 
-def _runner(agent: AgentExecutor, given: Mapping[str, Tool]) -> RunAgent:
+def _runner(agent: Agent, given: Mapping[str, Tool]) -> RunCommand:
     """How a node runs its agent: on the agent's own driver, offering the tools the flow's
     settings give it too."""
-    return agent._driver.with_tools(given).run if given else agent_runner(agent)
+    return driver_of(agent).with_tools(given).run if given else agent_runner(agent)
 
 
 def _given_tools(flow: Flow, name: str) -> dict[str, dict[str, Tool]]:

@@ -16,13 +16,16 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from ..errors import ConfigurationError
+from ..agent import Agent
+from ..errors import ConfigurationError, PlanRefused
 from ..executor import AgentExecutor
 from ..hooks import Hook
 from ..models import ChatModel
+from ..settings import RunLimits
 from ..spend import PriceTable
 from ..tools import Tool
 from ..tools.base import ToolArgumentsError
+from .run_view import RunView
 
 __all__ = [
     "AgentNode",
@@ -36,8 +39,10 @@ __all__ = [
     "ToolNode",
 ]
 
-Predicate: TypeAlias = Callable[[str], "bool | Awaitable[bool]"]
-TextFunction: TypeAlias = Callable[[str], "str | Awaitable[str]"]
+Predicate: TypeAlias = Callable[..., "bool | Awaitable[bool]"]
+"""``(text) -> bool``, or ``(text, run) -> bool`` with the run's :class:`RunView`."""
+TextFunction: TypeAlias = Callable[..., "str | Awaitable[str]"]
+"""``(text) -> str``, or ``(text, run) -> str`` with the run's :class:`RunView`."""
 
 
 class NodeFailed(Exception):
@@ -51,7 +56,7 @@ class AgentNode:
 
     kind = "agent"
 
-    def __init__(self, name: str, agent: AgentExecutor) -> None:
+    def __init__(self, name: str, agent: Agent) -> None:
         self.name = name
         self.agent = agent
 
@@ -104,7 +109,7 @@ class ModelNode:
             tools=offered,
             system_prompt=self.system_prompt,
             model_params=self.model_params,
-            max_turns=10 if offered else 1,
+            run_limits=RunLimits(max_turns=10 if offered else 1),
             name=self.name,
             metrics=registry,
             prices=prices,
@@ -126,7 +131,7 @@ class ToolNode:
         self.name = name
         self.tool = tool
 
-    async def apply(self, text: str) -> tuple[str, str]:
+    async def apply(self, text: str, run: RunView) -> tuple[str, str]:
         arguments = json.dumps(self._arguments(text))
         try:
             parsed = self.tool.parse_arguments(arguments)
@@ -162,31 +167,36 @@ class ToolNode:
 
 class FilterNode:
     """Judges the text with ``predicate(text) -> bool`` (sync or async): the route value is
-    ``"true"`` or ``"false"`` and the text is passed on unchanged."""
+    ``"true"`` or ``"false"`` and the text is passed on unchanged. A predicate with a second
+    parameter is given the run (a :class:`RunView`: its context, what it spent, ``ask``)."""
 
     kind = "filter"
 
     def __init__(self, name: str, predicate: Predicate) -> None:
         self.name = name
         self.predicate = predicate
+        self._takes_run = _takes_run(predicate)
 
-    async def apply(self, text: str) -> tuple[str, str]:
-        verdict = await _call(self.predicate, text)
+    async def apply(self, text: str, run: RunView) -> tuple[str, str]:
+        verdict = await _call(self.predicate, text, run if self._takes_run else None)
         return text, "true" if verdict else "false"
 
 
 class FunctionNode:
     """Transforms the text with ``function(text) -> str`` (sync or async; a sync one runs on
-    the event loop, so keep it quick); its result is passed on and is the route value."""
+    the event loop, so keep it quick); its result is passed on and is the route value. A
+    function with a second parameter is given the run (a :class:`RunView`); one that cannot
+    go on raises :class:`~agent_executor.errors.PlanRefused` (``invalid_plan``)."""
 
     kind = "function"
 
     def __init__(self, name: str, function: TextFunction) -> None:
         self.name = name
         self.function = function
+        self._takes_run = _takes_run(function)
 
-    async def apply(self, text: str) -> tuple[str, str]:
-        output = str(await _call(self.function, text))
+    async def apply(self, text: str, run: RunView) -> tuple[str, str]:
+        output = str(await _call(self.function, text, run if self._takes_run else None))
         return output, output
 
 
@@ -194,14 +204,29 @@ Node: TypeAlias = "AgentNode | ModelNode | ToolNode | FilterNode | FunctionNode"
 """Any node of a flow."""
 
 
-async def _call(function: Callable[[str], Any], text: str) -> Any:
+async def _call(function: Callable[..., Any], text: str, run: RunView | None) -> Any:
     try:
-        value = function(text)
+        value = function(text) if run is None else function(text, run)
         if inspect.isawaitable(value):
             value = await value
+    except PlanRefused:
+        raise
     except Exception as exc:
         raise NodeFailed(f"{type(exc).__name__}: {exc}") from exc
     return value
+
+
+def _takes_run(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` takes the run's view: a second positional parameter without a
+    default (or ``*args``)."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 and positional[1].default is inspect.Parameter.empty
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,14 @@
 An :class:`AgentGroup` runs like an agent (``execute``, ``execute_stream``, served by name).
 Each round its strategy plans who speaks next and with what query:
 
-- :class:`DirectHandoff`: the agents in their order, each given the answer of the one before
+- :class:`DirectTurns`: the agents in their order, each given the answer of the one before
   (the first is given the user's message); after the last, the group ends (or starts again
   from the first, with ``cycle=True``);
-- :class:`AutoHandoff`: a moderator agent reads the task, the agents and what was said so far
+- :class:`AutoTurns`: a moderator agent reads the task, the agents and what was said so far
   and answers with a JSON plan (``next_agent_name``, ``next_query``, ``next_action``),
   validated with pydantic; a plan that does not parse or names no agent of the group is sent
   back once with what is wrong, and a second bad plan ends the run with ``invalid_plan``;
-- :class:`HybridHandoff`: fixed successors where you name them (``next={"writer":
+- :class:`HybridTurns`: fixed successors where you name them (``next={"writer":
   "reviewer"}``), the moderator everywhere else.
 
 The group ends when the plan says ``TERMINATE``, when an answer contains the termination word
@@ -35,20 +35,24 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._deprecations import moved_names
 from .._engine.orchestrator import member_failed, member_session, run_member
 from .._engine.output_format import unfenced
 from .._engine.state import RunFailed, RunState
+from ..agent import Agent
 from ..approvals import Approval, PendingRun
 from ..command import AgentCommand
-from ..errors import ConfigurationError, ErrorCode
+from ..errors import ConfigurationError, ErrorCode, PlanRefused
 from ..events import AgentSelectedEvent
 from ..executor import AgentExecutor
 from ..hooks import Hook
 from ..messages import AssistantMessage, Message, UserMessage
 from ..models import ChatModel, resolve_model
 from ..results import ToolCallRecord
+from ..settings import RunLimits, ToolLimits
 from ..spend import PriceTable
 from ._orchestrated import Orchestrated, agent_runner
+from .run_view import RunView
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -58,13 +62,16 @@ if TYPE_CHECKING:
 __all__ = [
     "TERMINATE",
     "AgentGroup",
-    "AutoHandoff",
-    "DirectHandoff",
+    "AutoTurns",
+    "DirectTurns",
     "GroupPlan",
-    "HandoffStrategy",
-    "HybridHandoff",
+    "GroupView",
+    "HybridTurns",
     "Said",
+    "TurnStrategy",
 ]
+
+__getattr__ = moved_names(__name__)
 
 TERMINATE = "TERMINATE"
 """The default termination word, and the ``next_action`` that ends a group."""
@@ -83,7 +90,7 @@ class Said(BaseModel):
 class GroupPlan(BaseModel):
     """Who speaks next, with what query; ``next_action`` ``TERMINATE`` makes that agent the
     last one (or, with no agent, ends the group on the last answer). The moderator's JSON may
-    use snake_case or camelCase keys (``nextAgentName``, as the seed system writes them)."""
+    use snake_case or camelCase keys (``nextAgentName``), as some models write them."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -112,26 +119,27 @@ class GroupView(Protocol):
     """What a strategy reads of the group and the run so far."""
 
     @property
-    def agents(self) -> Mapping[str, AgentExecutor]: ...
+    def agents(self) -> Mapping[str, Agent]: ...
 
     @property
     def description(self) -> str: ...
 
 
-class HandoffStrategy(Protocol):
-    """Plans each round: who speaks next and with what query.
+class TurnStrategy(Protocol):
+    """Plans each round of a group: who speaks next and with what query.
 
     ``said`` holds the rounds so far (empty for the first); ``task`` is the user's message.
-    Raise :class:`~agent_executor._engine.state.RunFailed` (``invalid_plan``) to end the
-    group. The run is given so that a strategy that calls a model counts what it spends.
+    Raise :class:`~agent_executor.errors.PlanRefused` to end the group with ``invalid_plan``.
+    The run is given (a :class:`~agent_executor.orchestration.RunView`) so that a strategy
+    that asks an agent or a model (``run.ask``) counts what it spends.
     """
 
     async def plan(
-        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunView
     ) -> GroupPlan: ...
 
 
-class DirectHandoff:
+class DirectTurns:
     """The agents in their order, each given the previous answer; ``cycle`` starts again from
     the first after the last (until the termination word or ``max_rounds``)."""
 
@@ -139,7 +147,7 @@ class DirectHandoff:
         self.cycle = cycle
 
     async def plan(
-        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunView
     ) -> GroupPlan:
         names = list(group.agents)
         if not said:
@@ -169,11 +177,11 @@ with the rewritten text only.
 {query}"""
 
 
-class AutoHandoff:
+class AutoTurns:
     """A moderator agent plans each round (see the module docstring).
 
     ``moderator`` is an agent (its system prompt should ask for the JSON plan; the default
-    prompt is :data:`AutoHandoff.PROMPT`) or a model (a string or :class:`ChatModel`), for
+    prompt is :data:`AutoTurns.PROMPT`) or a model (a string or :class:`ChatModel`), for
     which a moderator agent with the default prompt is built. That agent's calls are spent
     like any agent's: priced at ``prices``, counted in the ``metrics`` registry, given to
     ``hooks`` (a budget's recording hook); what is not given here, the group gives (its
@@ -185,7 +193,7 @@ class AutoHandoff:
 
     def __init__(
         self,
-        moderator: AgentExecutor | ChatModel | str,
+        moderator: Agent | ChatModel | str,
         *,
         prices: PriceTable | None = None,
         hooks: Sequence[Hook] = (),
@@ -193,15 +201,17 @@ class AutoHandoff:
     ) -> None:
         self._own = _ModeratorParts(prices, tuple(hooks), metrics)
         self._model: ChatModel | None = None
-        if not isinstance(moderator, AgentExecutor):
+        self._built: AgentExecutor | None = None
+        if isinstance(moderator, Agent):
+            self.moderator: Agent = moderator
+        else:
             self._model = resolve_model(moderator)
-            moderator = _moderator(self._model, self._own)
-        self.moderator = moderator
+            self.moderator = self._built = _moderator(self._model, self._own)
 
     def serve(self, group: Orchestrated) -> None:
         """A moderator built here from a model takes what it was not given from ``group``:
         its prices, its hooks and its metrics registry (called by :class:`AgentGroup`)."""
-        if self._model is None:
+        if self._model is None or self._built is None:
             return
         own = self._own
         parts = _ModeratorParts(
@@ -210,11 +220,11 @@ class AutoHandoff:
             group.metrics.registry if own.metrics is None else own.metrics,
         )
         lent = parts.prices is not own.prices or parts.hooks != own.hooks
-        if lent or parts.metrics is not self.moderator.metrics.registry:
-            self.moderator = _moderator(self._model, parts)
+        if lent or parts.metrics is not self._built.metrics.registry:
+            self.moderator = self._built = _moderator(self._model, parts)
 
     async def plan(
-        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunView
     ) -> GroupPlan:
         prompt = _situation(group, task, said)
         answer = await self._ask(run, prompt, None, len(said))
@@ -230,26 +240,19 @@ class AutoHandoff:
         try:
             return _checked_plan(answer, group, said)
         except ValueError as exc:
-            raise RunFailed(
-                ErrorCode.INVALID_PLAN,
-                f"the moderator's plan was not usable after one correction: {exc}",
+            raise PlanRefused(
+                f"the moderator's plan was not usable after one correction: {exc}"
             ) from None
 
     async def _ask(
-        self, run: RunState, prompt: str, history: list[Message] | None, rounds: int
+        self, run: RunView, prompt: str, history: list[Message] | None, rounds: int
     ) -> str:
-        command = AgentCommand(
-            user_prompt=prompt, user_id=run.ctx.user_id, messages=history, max_tool_calls=0
-        )
-        planner = agent_runner(self.moderator)
+        command = AgentCommand(user_prompt=prompt, messages=history, max_tool_calls=0)
         step = f"plan{rounds + 1}{'' if history is None else 'b'}"
-        result = await run_member(run, planner, command, step=step, relay=False)
+        result = await run.ask(self.moderator, command, step=step)
         if result.error is not None:
-            raise RunFailed(
-                ErrorCode.INVALID_PLAN,
-                f"the moderator failed ({result.error.code}): {result.error.message}",
-            )
-        return "".join(result.texts)
+            raise PlanRefused(f"the moderator failed ({result.error.code}): {result.error.message}")
+        return result.content
 
 
 @dataclass(frozen=True)
@@ -268,32 +271,32 @@ def _moderator(model: ChatModel, parts: _ModeratorParts) -> AgentExecutor:
         name="moderator",
         system_prompt=_MODERATOR_PROMPT,
         model_params={"temperature": 0},
-        max_turns=1,
-        max_tool_calls=0,
+        run_limits=RunLimits(max_turns=1),
+        tool_limits=ToolLimits(max_calls=0),
         prices=parts.prices,
         hooks=parts.hooks,
         metrics=parts.metrics,
     )
 
 
-class HybridHandoff:
+class HybridTurns:
     """Fixed successors where ``next`` names them (``{"writer": "reviewer"}``: the reviewer is
     given the writer's answer), the moderator everywhere else (and for the first round)."""
 
     def __init__(
         self,
-        moderator: AgentExecutor | ChatModel | str,
+        moderator: Agent | ChatModel | str,
         *,
         next: Mapping[str, str],
         prices: PriceTable | None = None,
         hooks: Sequence[Hook] = (),
         metrics: CollectorRegistry | None = None,
     ) -> None:
-        self.auto = AutoHandoff(moderator, prices=prices, hooks=hooks, metrics=metrics)
+        self.auto = AutoTurns(moderator, prices=prices, hooks=hooks, metrics=metrics)
         self.next = dict(next)
 
     async def plan(
-        self, group: GroupView, task: str, said: Sequence[Said], run: RunState
+        self, group: GroupView, task: str, said: Sequence[Said], run: RunView
     ) -> GroupPlan:
         if said and said[-1].agent in self.next:
             name = self.next[said[-1].agent]
@@ -321,21 +324,21 @@ class AgentGroup(Orchestrated):
     """Agents that take turns on one task (see the module docstring).
 
     ``agents`` are the group's agents, by their names (which must differ). ``strategy``
-    defaults to :class:`DirectHandoff`. ``termination`` (``None``: none) ends the group when
+    defaults to :class:`DirectTurns`. ``termination`` (``None``: none) ends the group when
     an answer contains it. A round's query longer than ``max_query_tokens`` (about four
     characters a token) is first given to ``shortener``, an agent that rewrites it shorter,
-    as the seed system does with queries that would overflow the next agent's context. The
-    other options are an executor's (see :class:`Orchestrated`).
+    so that a long query does not overflow the next agent's context. The other options are
+    those of every group and flow (see :class:`Orchestrated`).
     """
 
     def __init__(
         self,
-        agents: Sequence[AgentExecutor],
+        agents: Sequence[Agent],
         *,
-        strategy: HandoffStrategy | None = None,
+        strategy: TurnStrategy | None = None,
         max_rounds: int = 5,
         termination: str | None = TERMINATE,
-        shortener: AgentExecutor | None = None,
+        shortener: Agent | None = None,
         max_query_tokens: int = 8000,
         name: str = "group",
         **options: Any,
@@ -347,12 +350,12 @@ class AgentGroup(Orchestrated):
             raise ConfigurationError("the agents of a group need different names")
         if max_rounds < 1:
             raise ConfigurationError("max_rounds must be >= 1")
-        if isinstance(strategy, HybridHandoff):
+        if isinstance(strategy, HybridTurns):
             unknown = sorted({*strategy.next, *strategy.next.values()} - set(by_name))
             if unknown:
-                raise ConfigurationError(f"HybridHandoff names agents not in the group: {unknown}")
-        self.agents: dict[str, AgentExecutor] = by_name
-        self.strategy: HandoffStrategy = DirectHandoff() if strategy is None else strategy
+                raise ConfigurationError(f"HybridTurns names agents not in the group: {unknown}")
+        self.agents: dict[str, Agent] = by_name
+        self.strategy: TurnStrategy = DirectTurns() if strategy is None else strategy
         self.max_rounds = max_rounds
         self.termination = termination
         self.shortener = shortener
@@ -360,12 +363,10 @@ class AgentGroup(Orchestrated):
         super().__init__(name=name, **options)
         self.metrics.register_group(name, by_name)
         strategy = self.strategy
-        auto = strategy.auto if isinstance(strategy, HybridHandoff) else strategy
-        if isinstance(auto, AutoHandoff):
+        auto = strategy.auto if isinstance(strategy, HybridTurns) else strategy
+        if isinstance(auto, AutoTurns):
             auto.serve(self)
-
-    def _orchestrator(self) -> _Rounds:
-        return _Rounds(self, self.metrics)
+        self._conduct(_Rounds(self, self.metrics))
 
 
 class _Rounds:
@@ -394,7 +395,10 @@ class _Rounds:
     async def _rounds(self, run: RunState, task: str, said: list[Said]) -> None:
         group = self._group
         while len(said) < group.max_rounds:
-            plan = await group.strategy.plan(group, task, said, run)
+            try:
+                plan = await group.strategy.plan(group, task, said, RunView(run))
+            except PlanRefused as exc:
+                raise RunFailed(ErrorCode.INVALID_PLAN, str(exc)) from None
             if plan.next_agent_name is None:
                 self._answer(run, said)
                 return

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from ..context import RunContext
 from ..errors import ConfigurationError, ErrorCode, GuardRejection, StoreUnavailable
 from ..hooks import Hook
+from ..resources import aclose_all
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -266,9 +267,7 @@ class UserBudget(Hook):
 
     async def aclose(self) -> None:
         """Close the store's connections, if it has any (a Redis store)."""
-        aclose = getattr(self.store, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_all([self.store])
 
     @property
     def _unit_name(self) -> str:

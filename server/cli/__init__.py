@@ -1,6 +1,6 @@
 """``agent-executor serve``: build the service from flags and environment, and run it.
 
-Flags win over environment variables (SPEC section 5). With no model configured the service
+Flags win over environment variables (see docs/operations.md). With no model configured the service
 runs on the offline ``DemoModel``; without ``--tools`` it registers the demo tools. With
 ``--agents AGENTS.json`` it runs several named agents, optionally behind a router.
 ``agent-executor mcp`` builds the same service from the same flags and serves its agents as MCP

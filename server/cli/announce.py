@@ -13,8 +13,16 @@ from typing import Any
 
 from yarl import URL
 
-from agent_executor import AgentExecutor, AgentRouter, ChatModel, DemoModel, Flow, ModelRouter
-from agent_executor.orchestration import AgentGroup, AutoHandoff, DirectHandoff, HybridHandoff
+from agent_executor import (
+    AgentExecutor,
+    AgentRouter,
+    ChatModel,
+    DemoModel,
+    Flow,
+    ModelRouter,
+    ServedAgent,
+)
+from agent_executor.orchestration import AgentGroup, AutoTurns, DirectTurns, HybridTurns
 
 from .build import Service
 from .config import ServeConfig
@@ -104,13 +112,13 @@ def _spend(service: Service, config: ServeConfig) -> str:
     run = [
         f"{value:g} {what}"
         for value, what in (
-            (config.max_input_tokens, "input tokens"),
-            (config.max_output_tokens, "output tokens"),
+            (config.run_limits.max_input_tokens, "input tokens"),
+            (config.run_limits.max_output_tokens, "output tokens"),
         )
         if value is not None
     ]
-    if config.max_cost_usd is not None:
-        run.append(f"${config.max_cost_usd:g}")
+    if config.run_limits.max_cost_usd is not None:
+        run.append(f"${config.run_limits.max_cost_usd:g}")
     return f"{line}; per run: {', '.join(run) if run else 'no limit'}{_prices(config)}"
 
 
@@ -136,7 +144,7 @@ def _redacted(url: str) -> str:
 _KINDS = (("agent", "agents"), ("group", "groups"), ("flow", "flows"))
 
 
-def _counted(served: Mapping[str, AgentExecutor]) -> str:
+def _counted(served: Mapping[str, ServedAgent]) -> str:
     """``6 agents, 1 group and 1 flow``: what is served, counted by kind."""
     counts = dict.fromkeys(("agent", "group", "flow"), 0)
     for executor in served.values():
@@ -149,18 +157,20 @@ def _counted(served: Mapping[str, AgentExecutor]) -> str:
     return " and ".join(parts) if len(parts) < 3 else f"{parts[0]}, {parts[1]} and {parts[2]}"
 
 
-def _kind(executor: AgentExecutor) -> str:
+def _kind(executor: ServedAgent) -> str:
     if isinstance(executor, AgentGroup):
         return "group"
     return "flow" if isinstance(executor, Flow) else "agent"
 
 
-def _describe_served(name: str, executor: AgentExecutor, config: ServeConfig) -> str:
+def _describe_served(name: str, executor: ServedAgent, config: ServeConfig) -> str:
     """The start-up line of one agent, group or flow of the router."""
     if isinstance(executor, AgentGroup):
         return f"group {name} ({_describe_group(executor)})"
     if isinstance(executor, Flow):
         return f"flow {name} (start: {executor.start}; nodes: {', '.join(executor.nodes)})"
+    if not isinstance(executor, AgentExecutor):
+        return f"agent {name}"
     folder = config.retrieval
     if config.agents is not None and name in config.agents.agents:
         folder = config.agents.agents[name].retrieval_folder(config.retrieval)
@@ -176,14 +186,18 @@ def _retrieval(folder: str | None) -> str:
 
 def _describe_group(group: AgentGroup) -> str:
     strategy = group.strategy
-    auto = strategy.auto if isinstance(strategy, HybridHandoff) else strategy
-    how = {DirectHandoff: "direct", AutoHandoff: "auto", HybridHandoff: "hybrid"}.get(
+    auto = strategy.auto if isinstance(strategy, HybridTurns) else strategy
+    how = {DirectTurns: "direct", AutoTurns: "auto", HybridTurns: "hybrid"}.get(
         type(strategy), type(strategy).__name__
     )
-    if isinstance(strategy, DirectHandoff) and strategy.cycle:
+    if isinstance(strategy, DirectTurns) and strategy.cycle:
         how += ", cycling"
-    if isinstance(auto, AutoHandoff):
-        how += f", moderator: {_describe(auto.moderator.model)}"
+    if isinstance(auto, AutoTurns):
+        moderator = auto.moderator
+        if isinstance(moderator, AgentExecutor):
+            how += f", moderator: {_describe(moderator.model)}"
+        else:
+            how += f", moderator: agent {moderator.name}"
     return f"strategy: {how}; agents: {', '.join(group.agents)}; max rounds: {group.max_rounds}"
 
 

@@ -21,14 +21,16 @@ from agent_executor import (
     ConfigurationError,
     DemoModel,
     ModelRouter,
+    RunLimits,
+    ServedAgent,
     handoff,
 )
 from agent_executor.orchestration import (
     AgentGroup,
-    AutoHandoff,
-    DirectHandoff,
-    HandoffStrategy,
-    HybridHandoff,
+    AutoTurns,
+    DirectTurns,
+    HybridTurns,
+    TurnStrategy,
 )
 from agent_executor.retrieval import RetrievalHook
 from agent_executor.tools import Tool
@@ -147,7 +149,7 @@ def _run_relay(config: ServeConfig) -> RunRelay | None:
         return None
     from ..runs.redis import RedisRunRelay
 
-    longest = (config.request_timeout or 3600.0) + config.reattach_grace_seconds
+    longest = (config.run_limits.request_timeout or 3600.0) + config.reattach_grace_seconds
     return RedisRunRelay(
         config.redis_url,
         running_ttl=longest,
@@ -182,8 +184,8 @@ def _with_flows(
             "guards": shared.guards,
             "hooks": shared.hooks,
             "memory": shared.memory(name),
-            "max_concurrency": config.max_concurrency,
-            "request_timeout": config.request_timeout,
+            "concurrency": config.concurrency,
+            "run_limits": _conducted_limits(config),
             "tool_results": shared.tool_results,
             "prices": config.prices,
         },
@@ -218,9 +220,9 @@ def _executor(
         hooks=[*shared.hooks, *([retrieval] if retrieval is not None else [])],
         output_guard=shared.output_guard,
         system_prompt=config.system_prompt if system_prompt is None else system_prompt,
-        max_concurrency=config.max_concurrency,
-        request_timeout=config.request_timeout,
-        max_tool_calls=config.max_tool_calls,
+        concurrency=config.concurrency,
+        run_limits=config.run_limits,
+        tool_limits=config.tool_limits,
         approval_secret=shared.approval_secret,
         memory=shared.memory(name),
         tool_results=shared.tool_results,
@@ -229,9 +231,6 @@ def _executor(
         description=description,
         reasoning_events=config.reasoning_events,
         prices=config.prices,
-        max_input_tokens=config.max_input_tokens,
-        max_output_tokens=config.max_output_tokens,
-        max_cost_usd=config.max_cost_usd,
     )
 
 
@@ -260,7 +259,7 @@ def _agent_router(
             except ConfigurationError as exc:
                 where = agents_file.origin("agents", name)
                 raise CliError(f"{where}: agent {name!r}: {exc}") from None
-    served: dict[str, AgentExecutor] = dict(executors)
+    served: dict[str, ServedAgent] = dict(executors)
     for name, group in agents_file.groups.items():
         what = f"{agents_file.origin('groups', name)}: group {name!r}"
         served[name] = _group(config, shared, what, name, group, executors)
@@ -326,9 +325,9 @@ def _group(
     """A group of the file (``what``: where it is, for errors): its agents' executors, its
     strategy (the moderator on the flags' model unless it names one), the service's guards,
     memory and limits."""
-    strategy: HandoffStrategy
+    strategy: TurnStrategy
     if spec.strategy == "direct":
-        strategy = DirectHandoff(cycle=spec.cycle)
+        strategy = DirectTurns(cycle=spec.cycle)
     else:
         moderator = spec.moderator or ModeratorSpec()
         own_model = moderator.model or moderator.api_base or moderator.api_key
@@ -343,9 +342,9 @@ def _group(
         if isinstance(model, DemoModel):
             raise CliError(_demo_moderator(what, spec.strategy))
         strategy = (
-            AutoHandoff(model, prices=config.prices, hooks=shared.hooks)
+            AutoTurns(model, prices=config.prices, hooks=shared.hooks)
             if spec.strategy == "auto"
-            else HybridHandoff(model, next=spec.next, prices=config.prices, hooks=shared.hooks)
+            else HybridTurns(model, next=spec.next, prices=config.prices, hooks=shared.hooks)
         )
     try:
         return AgentGroup(
@@ -358,8 +357,8 @@ def _group(
             guards=shared.guards,
             memory=shared.memory(name),
             tool_results=shared.tool_results,
-            max_concurrency=config.max_concurrency,
-            request_timeout=config.request_timeout,
+            concurrency=config.concurrency,
+            run_limits=_conducted_limits(config),
         )
     except ConfigurationError as exc:
         raise CliError(f"{what}: {exc}") from None
@@ -374,3 +373,9 @@ def _demo_moderator(what: str, strategy: str) -> str:
         'the group "moderator": {"model": "provider/model"}, serve a real --model, or use '
         '"strategy": "direct"'
     )
+
+
+def _conducted_limits(config: ServeConfig) -> RunLimits:
+    """A group's or flow's limits: the configured time per run (its agents' spending
+    limits are their own)."""
+    return RunLimits(request_timeout=config.run_limits.request_timeout)

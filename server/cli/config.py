@@ -1,7 +1,8 @@
 """``ServeConfig``: what ``agent-executor serve`` runs, every value resolved once.
 
-Each value comes from its flag, else its environment variable, else its default (SPEC
-section 5), so nothing after :meth:`ServeConfig.from_args` reads flags or the environment.
+Each value comes from its flag, else its environment variable, else its default (see
+docs/operations.md), so nothing after :meth:`ServeConfig.from_args` reads flags or the
+environment.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from agent_executor import ConfigurationError, InputValidationGuard
+from agent_executor import (
+    Concurrency,
+    ConfigurationError,
+    InputValidationGuard,
+    RunLimits,
+    ToolLimits,
+)
 from agent_executor.models import ModelClient
 from agent_executor.spend import PriceTable
 
@@ -79,9 +86,8 @@ class ServeConfig:
     agents: AgentsFile | None = None  # --agents (the file, read)
     flows: FlowsFile | None = None  # --flows (the file, read)
     system_prompt: str | None = None  # --system-prompt
-    max_concurrency: int = 16  # --max-concurrency
-    request_timeout: float = 300.0  # --request-timeout
-    max_tool_calls: int = 20  # --max-tool-calls
+    concurrency: Concurrency = field(default_factory=Concurrency)  # --max-concurrency
+    tool_limits: ToolLimits = field(default_factory=ToolLimits)  # --max-tool-calls
     reasoning_events: bool = True  # --no-reasoning-events
     retrieval: str | None = None  # --retrieval (a folder)
     # The guards.
@@ -93,9 +99,8 @@ class ServeConfig:
     # Spend.
     user_budget: str | None = None  # --user-budget
     prices: PriceTable | None = None  # --prices (the file, read)
-    max_input_tokens: int | None = None  # --max-input-tokens
-    max_output_tokens: int | None = None  # --max-output-tokens
-    max_cost_usd: float | None = None  # --max-cost-usd
+    # --request-timeout, --max-input-tokens, --max-output-tokens, --max-cost-usd
+    run_limits: RunLimits = field(default_factory=RunLimits)
     operator_users: tuple[str, ...] = ()  # --operator-users
     # Where state lives, and conversation history.
     redis_url: str | None = None  # --redis-url, REDIS_URL
@@ -137,9 +142,8 @@ class ServeConfig:
             agents=load_agents_file(args.agents, env, mcp=bool(args.mcp)) if args.agents else None,
             flows=load_flows_file(args.flows) if args.flows else None,
             system_prompt=args.system_prompt,
-            max_concurrency=args.max_concurrency,
-            request_timeout=args.request_timeout,
-            max_tool_calls=args.max_tool_calls,
+            concurrency=Concurrency(max_concurrency=args.max_concurrency),
+            tool_limits=ToolLimits(max_calls=args.max_tool_calls),
             reasoning_events=not args.no_reasoning_events,
             retrieval=args.retrieval,
             rate_limit=args.rate_limit,
@@ -149,9 +153,12 @@ class ServeConfig:
             max_message_chars=args.max_message_chars,
             user_budget=args.user_budget,
             prices=_prices(args.prices),
-            max_input_tokens=args.max_input_tokens,
-            max_output_tokens=args.max_output_tokens,
-            max_cost_usd=args.max_cost_usd,
+            run_limits=RunLimits(
+                request_timeout=args.request_timeout,
+                max_input_tokens=args.max_input_tokens,
+                max_output_tokens=args.max_output_tokens,
+                max_cost_usd=args.max_cost_usd,
+            ),
             operator_users=split_list(args.operator_users),
             redis_url=args.redis_url or env.get("REDIS_URL") or None,
             approval_secret=args.approval_secret or env.get("AGENT_APPROVAL_SECRET") or None,

@@ -24,13 +24,13 @@ from pydantic import (
 )
 
 from agent_executor import (
-    AgentExecutor,
     AgentNode,
     ConfigurationError,
     Edge,
     FilterNode,
     Flow,
     ModelNode,
+    ServedAgent,
     Setting,
     Tool,
     ToolNode,
@@ -178,7 +178,7 @@ def load_flows_file(path: str) -> FlowsFile:
 
 def build_flows(
     flows: FlowsFile,
-    agents: Mapping[str, AgentExecutor],
+    agents: Mapping[str, ServedAgent],
     tools: Mapping[str, Tool],
     model: Callable[[str], Any],
     options: Callable[[str, str], dict[str, Any]],
@@ -221,7 +221,7 @@ def _node(
     what: str,
     name: str,
     spec: NodeSpec,
-    agents: Mapping[str, AgentExecutor],
+    agents: Mapping[str, ServedAgent],
     tools: Mapping[str, Tool],
     model: Callable[[str], Any],
 ) -> Node:

@@ -1,5 +1,5 @@
-"""The command line of SPEC section 5: ``agent-executor serve [flags]``, and ``agent-executor
-mcp [flags]``, the same agents as MCP tools over stdio (docs/mcp-server.md).
+"""The command line (see docs/operations.md): ``agent-executor serve [flags]``, and
+``agent-executor mcp [flags]``, the same agents as MCP tools over stdio (docs/mcp-server.md).
 
 One function per group of flags; the defaults are :class:`ServeConfig`'s, and the environment
 variables are read by :meth:`ServeConfig.from_args`, not here. ``mcp`` takes every flag of
@@ -210,9 +210,9 @@ def _agent_flags(add: _Add) -> None:
     )
     add("--system-prompt", help="default system prompt")
     limits = (
-        ("--max-concurrency", int, _DEFAULT.max_concurrency, "runs at once"),
-        ("--request-timeout", float, _DEFAULT.request_timeout, "seconds per run"),
-        ("--max-tool-calls", int, _DEFAULT.max_tool_calls, "tool calls per run"),
+        ("--max-concurrency", int, _DEFAULT.concurrency.max_concurrency, "runs at once"),
+        ("--request-timeout", float, _DEFAULT.run_limits.request_timeout, "seconds per run"),
+        ("--max-tool-calls", int, _DEFAULT.tool_limits.max_calls, "tool calls per run"),
     )
     for flag, kind, default, what in limits:
         add(flag, type=kind, default=default, help=f"{what} (default %(default)g)")

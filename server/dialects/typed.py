@@ -103,7 +103,7 @@ _JSON: Mapping[type[Any], _Fields] = {
     NestedEvent: _nested,
     DoneEvent: _done,
 }
-"""Each event type's ``data`` in ``json`` mode (SPEC section 3), the one table."""
+"""Each event type's ``data`` in ``json`` mode (see docs/sse-protocol.md), the one table."""
 
 _TEXT: Mapping[type[Any], Callable[[Any], str] | None] = {
     MessageEvent: lambda e: e.text,

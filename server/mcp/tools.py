@@ -33,13 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent_executor import (
     AgentCommand,
-    AgentExecutor,
     AgentRouter,
     DoneEvent,
     ErrorCode,
     ErrorEvent,
     ErrorInfo,
     MessageEvent,
+    ServedAgent,
     Source,
     ToolEndEvent,
     ToolStartEvent,
@@ -200,10 +200,10 @@ class AgentTools:
         return _failure(SHUTTING_DOWN, caller.request_id) if result is None else result
 
 
-def _by_tool_name(router: AgentRouter) -> dict[str, AgentExecutor]:
+def _by_tool_name(router: AgentRouter) -> dict[str, ServedAgent]:
     """The agents by tool name: an agent's own name, made a valid MCP tool name if it is not
     one (other characters become ``_``; a name taken twice gets ``_2``, ``_3``...)."""
-    tools: dict[str, AgentExecutor] = {}
+    tools: dict[str, ServedAgent] = {}
     for name, agent in router.agents.items():
         base = _UNSAFE_NAME_RE.sub("_", name)[:120] or "agent"
         tool, number = base, 1
@@ -214,7 +214,7 @@ def _by_tool_name(router: AgentRouter) -> dict[str, AgentExecutor]:
     return tools
 
 
-def _tool(name: str, agent: AgentExecutor) -> types.Tool:
+def _tool(name: str, agent: ServedAgent) -> types.Tool:
     description = agent.description.strip() or (
         f"Ask the agent {name!r}: it answers your message in text, using its own tools."
     )
@@ -227,7 +227,7 @@ def _tool(name: str, agent: AgentExecutor) -> types.Tool:
 
 
 async def _answer(
-    agent: AgentExecutor, command: AgentCommand, caller: Caller, progress: _Progress
+    agent: ServedAgent, command: AgentCommand, caller: Caller, progress: _Progress
 ) -> types.CallToolResult:
     """Run ``command`` on ``agent`` for ``caller``: its answer or its failure, as a result."""
     try:
@@ -271,7 +271,7 @@ class _Outcome:
 
 
 async def _stream(
-    agent: AgentExecutor, command: AgentCommand, caller: Caller, progress: _Progress
+    agent: ServedAgent, command: AgentCommand, caller: Caller, progress: _Progress
 ) -> _Outcome:
     """Stream the run, telling ``progress`` of its text and tool calls as they come; leaving
     (a cancelled call, a client gone) closes the stream, which cancels the run."""

@@ -33,7 +33,7 @@ Events = AsyncGenerator[AgentEvent, None]
 
 SHUTTING_DOWN = ErrorEvent(code="overloaded", message="the server is shutting down")
 """The error that ends a stream still open when the shutdown grace period is over: the code
-clients already retry on (SPEC section 3), as before the ``unavailable`` code existed."""
+clients already retry on (see docs/http-api.md), as before the ``unavailable`` code existed."""
 
 
 async def first_event(events: Events, wait: float) -> asyncio.Task[AgentEvent]:

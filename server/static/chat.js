@@ -1,7 +1,7 @@
 /*
  * The built-in chat page: streams POST /api/chat/stream (or a GET EventSource) in "json" event
- * mode and shows every event of SPEC section 3. No build step, no network beyond this service.
- * See docs/chat-page.md.
+ * mode and shows every event of the stream (docs/sse-protocol.md). No build step, no network
+ * beyond this service. See docs/chat-page.md.
  */
 "use strict";
 (() => {

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agent_executor import AgentExecutor, ErrorEvent, ErrorInfo, Usage
+from agent_executor import ErrorEvent, ErrorInfo, ServedAgent, Usage
 
 from ..errors import openai_error, retry_after_seconds, status_for
 from ..state import AGENTS
@@ -20,7 +20,7 @@ CREATED = int(time.time())
 """When the service started: the ``created`` of the models it lists."""
 
 
-def agent_for(request: web.Request, model: str) -> AgentExecutor | web.Response:
+def agent_for(request: web.Request, model: str) -> ServedAgent | web.Response:
     """The agent, group or flow ``model`` names (``default``: the default one), else a 404."""
     executor = request.app[AGENTS].get(None if model == "default" else model)
     if executor is None:

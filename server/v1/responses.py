@@ -27,12 +27,12 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_executor import (
     AgentEvent,
-    AgentExecutor,
     AssistantMessage,
     DoneEvent,
     ErrorEvent,
     Message,
     MessageEvent,
+    ServedAgent,
     StoreUnavailable,
     SystemMessage,
     ToolCall,
@@ -153,7 +153,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
 
 async def _storing(
     events: AsyncGenerator[AgentEvent, None],
-    executor: AgentExecutor,
+    executor: ServedAgent,
     user: str | None,
     response_id: str,
     instructions: SystemMessage | None,
@@ -168,7 +168,7 @@ async def _storing(
 
 
 def _request(
-    body: ResponsesRequest, user: str | None, history: list[Message], executor: AgentExecutor
+    body: ResponsesRequest, user: str | None, history: list[Message], executor: ServedAgent
 ) -> tuple[Request, SystemMessage | None]:
     """The request in our terms, and the system message ``instructions`` became (for this
     response only: it is not stored with the conversation)."""
@@ -188,7 +188,7 @@ def _request(
 
 
 async def _previous(
-    executor: AgentExecutor, user: str | None, response_id: str | None
+    executor: ServedAgent, user: str | None, response_id: str | None
 ) -> list[Message]:
     """The conversation a stored response left (none without ``previous_response_id``)."""
     if response_id is None:
@@ -206,7 +206,7 @@ async def _previous(
 
 
 async def _store(
-    executor: AgentExecutor,
+    executor: ServedAgent,
     user: str | None,
     response_id: str,
     conversation: list[Message],

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent_executor import AgentExecutor, DemoModel, InjectionGuard, InputValidationGuard
-from agent_executor.demo_tools import DEMO_TOOLS
+from agent_executor.tools.demo import DEMO_TOOLS
 from server import create_app
 
 from .support import ThreadedApp

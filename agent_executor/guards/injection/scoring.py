@@ -51,9 +51,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import learned as learned_model
 from .categories import CATEGORIES, DISCUSSION, ENCODED, LEARNED, OBFUSCATION, SPOOFING
 from .decoding import blobs
+from .learned import Model, Reader
+from .learned import load as load_model
 from .normalisation import (
     around,
     clean,
@@ -223,8 +224,8 @@ def score_text(
     *,
     max_scan_chars: int = MAX_SCAN_CHARS,
     learned: bool = True,
-    reader: learned_model.Reader = "user",
-    model: learned_model.Model | None = None,
+    reader: Reader = "user",
+    model: Model | None = None,
 ) -> InjectionScore:
     """The score of ``text``: the rules' and, with ``learned``, the learned layer's, the larger.
 
@@ -254,7 +255,7 @@ def score_text(
         reasons.add(DISCUSSION)
     score = min(1.0, max(0.0, _noisy_or(signals)))
     if learned:
-        model = model or learned_model.load(reader)
+        model = model or load_model(reader)
         probability = model.probability(analysis.norm)
         for reading in readings(analysis.norm, analysis.decoded, analysis.leet):
             probability = max(probability, model.probability(reading))
