@@ -16,6 +16,7 @@ from agent_executor.spend import UserBudget
 
 from . import routes, static_files, usage
 from .ag_ui_route import add_ag_ui_routes
+from .compat import add_bot_server_routes, bot_server_health
 from .health import HealthChecks
 from .mcp import add_mcp_routes
 from .middleware import Middleware, auth_middleware, cors_middleware, request_middleware
@@ -50,7 +51,7 @@ def create_app(
     if settings.cors_origins:
         middlewares.append(cors_middleware(settings))
     if settings.api_keys:
-        public = routes.PUBLIC_HANDLERS | static_files.PUBLIC_HANDLERS
+        public = routes.PUBLIC_HANDLERS | static_files.PUBLIC_HANDLERS | {bot_server_health}
         middlewares.append(auth_middleware(settings, public))
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=middlewares)
     app[AGENTS] = router
@@ -81,6 +82,7 @@ def create_app(
     add_mcp_routes(app)
     add_ag_ui_routes(app)
     add_ui_routes(app)
+    add_bot_server_routes(app)
     app.on_shutdown.append(_drain_streams)
     app.on_cleanup.append(_close)
     return app

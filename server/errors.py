@@ -23,10 +23,12 @@ from aiohttp import web
 from agent_executor import ErrorCode, ErrorEvent, ErrorInfo
 
 __all__ = [
+    "BOT_SERVER_PREFIX",
     "CODE_BY_STATUS",
     "RETRY_AFTER_SECONDS",
     "STATUS_BY_CODE",
     "ServiceErrorCode",
+    "bot_server_error",
     "code_for",
     "error_for",
     "error_of",
@@ -195,8 +197,23 @@ def openai_error(
     return web.json_response(body, status=status, headers=headers or None)
 
 
+BOT_SERVER_PREFIX = "/compat/bot-server/"
+"""Where the Bot Server's API is served, in its own error shape."""
+
+
+def bot_server_error(status: int, message: str, **headers: str) -> web.Response:
+    """The Bot Server's error body, ``{"error": "<text>"}``, with ``status`` (``Retry-After``
+    on 429 and 503, as elsewhere)."""
+    if status in (429, 503) and "Retry-After" not in headers:
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return web.json_response({"error": message}, status=status, headers=headers or None)
+
+
 def error_for(request: web.Request, status: int, message: str, **headers: str) -> web.Response:
-    """The error shape the caller expects: OpenAI's under ``/v1/``, the service's else."""
+    """The error shape the caller expects: OpenAI's under ``/v1/``, the Bot Server's under
+    its prefix, the service's else."""
     if request.path.startswith("/v1/"):
         return openai_error(status, message, **headers)
+    if request.path.startswith(BOT_SERVER_PREFIX):
+        return bot_server_error(status, message, **headers)
     return json_error(status, message, **headers)

@@ -55,6 +55,7 @@ from agent_executor._extras import requires_extra
 from ..schemas import describe_validation_error
 from ..v1.conversation import WireError, client_tools
 from .base import EventTable
+from .framing import HEARTBEAT
 
 with requires_extra("ag-ui", "the AG-UI endpoint"):
     from ag_ui import core as agui
@@ -267,6 +268,7 @@ class AGUIEncoder:
     """
 
     media_type = "text/event-stream"
+    heartbeat = HEARTBEAT
     __slots__ = (
         "_count", "_prefix", "_root", "answered", "resumed", "run_id", "stream_id", "thread_id",
     )  # fmt: skip

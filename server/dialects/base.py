@@ -20,10 +20,12 @@ class Encoder(Protocol):
     own, such as the AI SDK's ``x-vercel-ai-ui-message-stream: v1``); ``opening()`` is written
     before the first event (a ``retry:`` hint, a ``start`` chunk), and the ``done`` event's
     bytes close the stream (``data: [DONE]``, ``RUN_FINISHED``). An event the dialect does not
-    show encodes to ``b""``.
+    show encodes to ``b""``. ``heartbeat`` is what an idle stream is sent to keep proxies from
+    closing it (an SSE comment; ``b""``: nothing, for a dialect whose every byte is content).
     """
 
     media_type: str
+    heartbeat: bytes
 
     @property
     def headers(self) -> Mapping[str, str]: ...

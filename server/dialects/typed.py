@@ -29,7 +29,7 @@ from agent_executor import (
     ToolStartEvent,
 )
 
-from .framing import frame, retry
+from .framing import HEARTBEAT, frame, retry
 
 __all__ = ["EventMode", "TypedEncoder", "encode_data", "json_fields"]
 
@@ -157,6 +157,7 @@ class TypedEncoder:
     in ``json`` mode."""
 
     media_type = "text/event-stream"
+    heartbeat = HEARTBEAT
     __slots__ = ("_json", "_next", "_prefix", "_retry_ms", "_text_only", "run_id")
 
     def __init__(

@@ -51,6 +51,7 @@ from agent_executor import (
 )
 
 from .base import EventTable
+from .framing import HEARTBEAT
 from .registry import register_family
 
 __all__ = [
@@ -153,6 +154,7 @@ class UIMessageEncoder:
     """One run's UI message stream; one encoder per response (it tracks the open parts)."""
 
     media_type = "text/event-stream"
+    heartbeat = HEARTBEAT
     __slots__ = ("_parts", "_reasoning", "_step", "_stream", "_text", "_tools", "message_id",
                  "run_id")  # fmt: skip
 

@@ -20,7 +20,7 @@ from agent_executor import AgentEvent, DoneEvent, ErrorEvent
 from agent_executor.observability import Metrics
 
 from ..dialects import Encoder
-from ..dialects.framing import HEARTBEAT, SSE_HEADERS
+from ..dialects.framing import SSE_HEADERS
 from ..keys import REQUEST_ID
 from ..runs import LiveRun, RemoteRun, RunHub
 
@@ -169,7 +169,8 @@ class SSEWriter:
             if now - writing_since > self._write_timeout:
                 self._cut_slow_reader(transport)
             return
-        if now - self._last_write >= self._heartbeat and self._heartbeat_task is None:
+        idle = now - self._last_write >= self._heartbeat
+        if idle and self._heartbeat_task is None and self._encoder.heartbeat:
             self._heartbeat_task = asyncio.get_running_loop().create_task(self._beat())
 
     def _encode(self, event: AgentEvent) -> bytes:
@@ -190,7 +191,7 @@ class SSEWriter:
 
     async def _beat(self) -> None:
         try:
-            await self._write(HEARTBEAT)
+            await self._write(self._encoder.heartbeat)
         except ConnectionResetError:
             self._end(disconnected=True)
         finally:

@@ -34,6 +34,7 @@ from agent_executor import (
     UserMessage,
 )
 
+from ..dialects.framing import HEARTBEAT
 from ..errors import STATUS_BY_CODE, openai_error
 from ..request import Caller, json_object, shutdown_refusal, validated
 from ..state import STATE
@@ -303,6 +304,7 @@ class ChunkEncoder:
     """
 
     media_type = "text/event-stream"
+    heartbeat = HEARTBEAT
     headers: Mapping[str, str] = {}
     __slots__ = ("_created", "_head", "_include_usage", "_model", "_started")
 

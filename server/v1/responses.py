@@ -42,6 +42,7 @@ from agent_executor import (
 )
 
 from ..dialects import EventTable
+from ..dialects.framing import HEARTBEAT
 from ..errors import openai_error
 from ..request import Caller, json_object, shutdown_refusal, validated
 from ..state import STATE
@@ -410,6 +411,7 @@ class ResponsesEncoder:
     ``response.failed`` with the run's error. Every event carries its ``sequence_number``."""
 
     media_type = "text/event-stream"
+    heartbeat = HEARTBEAT
     headers: Mapping[str, str] = {}
     __slots__ = ("_error", "_response", "_sequence", "_texts")
 
