@@ -87,6 +87,7 @@ from .models import (
     ModelRequest,
     ModelResponse,
     OpenAICompatModel,
+    PromptToolsModel,
     ScriptedModel,
     ToolCallDelta,
 )
@@ -201,6 +202,7 @@ __all__ = [
     "PendingRunStore",
     "PlanRefused",
     "PostgresRetriever",
+    "PromptToolsModel",
     "RateLimitGuard",
     "RateLimitStorage",
     "ReasoningEvent",

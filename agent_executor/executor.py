@@ -22,6 +22,7 @@ from .guards import Guard, OutputGuard, screens_among
 from .hooks import Hook
 from .memory import ConversationStore, HistoryCompressor
 from .models import ChatModel, PooledModel, check_credentials, resolve_model
+from .models.prompt_tools import ToolMode, with_tool_mode
 from .serving import ServedAgent, driver_of
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits, from_keywords
 from .spend import PriceTable, default_prices
@@ -51,6 +52,10 @@ class AgentExecutor(ServedAgent):
     ``memory``, ``metrics``, ``tracer`` and ``tool_results`` are those of every served agent
     (:class:`~agent_executor.serving.ServedAgent`). ``history_compressor`` summarises the older
     turns of a session whose stored history has grown too long, before the run.
+    ``tool_mode`` is how tools are offered to the model: ``"native"`` function calling,
+    ``"prompt"`` (tools described in the system prompt, the model answering in ReAct JSON, for
+    models without function calling; see :class:`~agent_executor.models.PromptToolsModel`) or
+    ``"auto"`` (native when litellm's model data says the model supports it).
     ``reasoning_events=False`` keeps the model's reasoning from the caller (no
     ``ReasoningEvent``, no ``AgentResult.reasoning``); what the provider needs back of it on
     the next turn still goes back. ``prices`` turns tokens into ``usage.cost_usd`` (default:
@@ -81,6 +86,7 @@ class AgentExecutor(ServedAgent):
         metrics: CollectorRegistry | None = None,
         tracer: object | bool | None = None,
         tool_results: ToolResults | None = None,
+        tool_mode: ToolMode = "native",
         **deprecated: Any,
     ) -> None:
         given = Settings(
@@ -90,7 +96,7 @@ class AgentExecutor(ServedAgent):
             concurrency=concurrency or Concurrency(),
         )
         settings = from_keywords("AgentExecutor", given, deprecated)
-        chat_model = _checked_model(model, settings.concurrency)
+        chat_model = with_tool_mode(_checked_model(model, settings.concurrency), tool_mode)
         registry = _registry(tools)
         _check_handoffs(registry)
         super().__init__(

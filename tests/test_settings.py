@@ -4,6 +4,8 @@ for one release and warn, naming each replacement."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -114,11 +116,23 @@ def test_the_service_configuration_holds_the_same_objects() -> None:
     from agent_executor_server.cli.config import ServeConfig
     from agent_executor_server.cli.parser import build_parser
 
-    args = build_parser().parse_args(
-        ["serve", "--max-concurrency", "3", "--max-tool-calls", "4", "--max-cost-usd", "0.25"]
-    )
+    flags = ["--max-concurrency", "3", "--max-tool-calls", "4", "--max-cost-usd", "0.25"]
+    args = build_parser().parse_args(["serve", *flags, "--max-turns", "6", "--tool-mode", "prompt"])
     config = ServeConfig.from_args(args, {})
 
     assert config.concurrency == Concurrency(max_concurrency=3)
     assert config.tool_limits == ToolLimits(max_calls=4)
-    assert config.run_limits == RunLimits(max_cost_usd=0.25)
+    assert config.run_limits == RunLimits(max_cost_usd=0.25, max_turns=6)
+    assert config.tool_mode == "prompt"
+
+
+def test_a_max_turns_flag_below_one_is_refused_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "server", "--max-turns", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "--max-turns" in done.stderr

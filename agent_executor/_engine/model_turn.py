@@ -32,6 +32,7 @@ from ..errors import (
     ErrorCode,
     HookRejection,
     ModelError,
+    PlanRefused,
     ScriptExhaustedError,
     UnsupportedRequestError,
 )
@@ -176,6 +177,9 @@ class ModelTurns:
                     model_failure(exc, run.ctx.request_id),
                     detail=error_detail(exc),
                 ) from None
+            except PlanRefused as exc:
+                telemetry.model_failed(span, ErrorCode.INVALID_PLAN, str(exc))
+                raise RunFailed(ErrorCode.INVALID_PLAN, str(exc)) from None
             except OutputBlocked as exc:
                 telemetry.output_blocked(span, exc.kind, str(exc))
                 raise RunFailed(ErrorCode.OUTPUT_BLOCKED, str(exc)) from None

@@ -15,6 +15,7 @@ from .credentials import check_credentials
 from .demo import DemoModel
 from .litellm import LiteLLMModel
 from .openai_compat import OpenAICompatModel
+from .prompt_tools import PromptToolsModel, ToolMode, with_tool_mode
 from .scripted import ScriptedModel
 
 ModelClient = Literal["auto", "fast", "litellm"]
@@ -29,10 +30,13 @@ __all__ = [
     "ModelResponse",
     "OpenAICompatModel",
     "PooledModel",
+    "PromptToolsModel",
     "ScriptedModel",
     "ToolCallDelta",
+    "ToolMode",
     "check_credentials",
     "resolve_model",
+    "with_tool_mode",
 ]
 
 

@@ -84,6 +84,8 @@ class AgentSpec(ModelSpec):
     retrieval: _NonEmpty | Literal[False] | None = None
     """A folder whose passages a BM25 index gives the agent (``None``: ``--retrieval``'s;
     ``False``: none, even with ``--retrieval``)."""
+    tool_mode: Literal["native", "prompt", "auto"] | None = None
+    """How the agent's model is offered tools (``None``: ``--tool-mode``'s)."""
 
     def retrieval_folder(self, default: str | None) -> str | None:
         """The folder of the agent's retrieval index, if it has one."""

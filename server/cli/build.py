@@ -25,6 +25,7 @@ from agent_executor import (
     ServedAgent,
     handoff,
 )
+from agent_executor.models import ToolMode
 from agent_executor.orchestration import (
     AgentGroup,
     AutoTurns,
@@ -210,9 +211,10 @@ def _executor(
     system_prompt: str | None = None,
     description: str = "",
     retrieval: RetrievalHook | None = None,
+    tool_mode: ToolMode | None = None,
 ) -> AgentExecutor:
     """One agent (``name``: one of ``--agents``) with the configured limits, the shared
-    parts and its ``retrieval``."""
+    parts, its ``retrieval`` and its ``tool_mode`` (default: ``--tool-mode``)."""
     return AgentExecutor(
         model=model,
         tools=tools,
@@ -231,6 +233,7 @@ def _executor(
         description=description,
         reasoning_events=config.reasoning_events,
         prices=config.prices,
+        tool_mode=tool_mode or config.tool_mode,
     )
 
 
@@ -309,6 +312,7 @@ def _file_agent(
             system_prompt=agent.system_prompt,
             description=agent.description,
             retrieval=retrieval,
+            tool_mode=agent.tool_mode,
         )
     except ConfigurationError as exc:
         raise CliError(f"{what}: {exc}") from None

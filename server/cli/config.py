@@ -22,7 +22,7 @@ from agent_executor import (
     RunLimits,
     ToolLimits,
 )
-from agent_executor.models import ModelClient
+from agent_executor.models import ModelClient, ToolMode
 from agent_executor.spend import PriceTable
 
 from ..settings import Settings
@@ -89,6 +89,7 @@ class ServeConfig:
     concurrency: Concurrency = field(default_factory=Concurrency)  # --max-concurrency
     tool_limits: ToolLimits = field(default_factory=ToolLimits)  # --max-tool-calls
     reasoning_events: bool = True  # --no-reasoning-events
+    tool_mode: ToolMode = "native"  # --tool-mode
     retrieval: str | None = None  # --retrieval (a folder)
     # The guards.
     rate_limit: str | None = None  # --rate-limit
@@ -99,7 +100,7 @@ class ServeConfig:
     # Spend.
     user_budget: str | None = None  # --user-budget
     prices: PriceTable | None = None  # --prices (the file, read)
-    # --request-timeout, --max-input-tokens, --max-output-tokens, --max-cost-usd
+    # --request-timeout, --max-turns, --max-input-tokens, --max-output-tokens, --max-cost-usd
     run_limits: RunLimits = field(default_factory=RunLimits)
     operator_users: tuple[str, ...] = ()  # --operator-users
     # Where state lives, and conversation history.
@@ -145,6 +146,7 @@ class ServeConfig:
             concurrency=Concurrency(max_concurrency=args.max_concurrency),
             tool_limits=ToolLimits(max_calls=args.max_tool_calls),
             reasoning_events=not args.no_reasoning_events,
+            tool_mode=args.tool_mode,
             retrieval=args.retrieval,
             rate_limit=args.rate_limit,
             rate_limit_burst=args.rate_limit_burst,
@@ -155,6 +157,7 @@ class ServeConfig:
             prices=_prices(args.prices),
             run_limits=RunLimits(
                 request_timeout=args.request_timeout,
+                max_turns=args.max_turns,
                 max_input_tokens=args.max_input_tokens,
                 max_output_tokens=args.max_output_tokens,
                 max_cost_usd=args.max_cost_usd,
@@ -241,6 +244,7 @@ _POSITIVE = (
     ("--request-timeout", "request_timeout"),
     ("--heartbeat", "heartbeat"),
     ("--max-concurrency", "max_concurrency"),
+    ("--max-turns", "max_turns"),
     ("--session-ttl", "session_ttl"),
     ("--rate-limit-burst", "rate_limit_burst"),
     ("--history-max-tokens", "history_max_tokens"),

@@ -212,10 +212,19 @@ def _agent_flags(add: _Add) -> None:
     limits = (
         ("--max-concurrency", int, _DEFAULT.concurrency.max_concurrency, "runs at once"),
         ("--request-timeout", float, _DEFAULT.run_limits.request_timeout, "seconds per run"),
+        ("--max-turns", int, _DEFAULT.run_limits.max_turns, "model turns per run"),
         ("--max-tool-calls", int, _DEFAULT.tool_limits.max_calls, "tool calls per run"),
     )
     for flag, kind, default, what in limits:
         add(flag, type=kind, default=default, help=f"{what} (default %(default)g)")
+    add(
+        "--tool-mode",
+        choices=("native", "prompt", "auto"),
+        default="native",
+        help="how the model is offered tools: native function calling (default), prompt "
+        "(described in the system prompt, answered in ReAct JSON: for models without function "
+        "calling), or auto (native where litellm's model data says the model has it)",
+    )
     add(
         "--no-reasoning-events",
         action="store_true",
