@@ -22,6 +22,7 @@ __all__ = [
     "AgentEvent",
     "AgentSelectedEvent",
     "ApprovalRequiredEvent",
+    "CompactedEvent",
     "DoneEvent",
     "ErrorEvent",
     "MessageEvent",
@@ -176,6 +177,20 @@ class NodeEndEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactedEvent:
+    """The run's conversation grew past what the model can read, and its older turns were
+    summarised before the next model call (``json`` mode only on the wire): how many messages
+    and estimated tokens it had before and has after. Text already streamed stays streamed;
+    the run's answer and what memory keeps are not changed by it."""
+
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    type: Literal["compacted"] = field(default="compacted", init=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent:
     """The run failed; always followed by exactly one :class:`DoneEvent`.
 
@@ -223,6 +238,7 @@ AgentEvent = Annotated[
     | NestedEvent
     | NodeStartEvent
     | NodeEndEvent
+    | CompactedEvent
     | ErrorEvent
     | DoneEvent,
     Field(discriminator="type"),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._engine import Approvals, Driver, ModelTurns, ReactLoop, ToolRunner
+from ._engine.compaction import Compactor
 from .approvals import ApprovalSigner
 from .delegation import AgentTool, Handoff
 from .errors import ConfigurationError
@@ -138,7 +139,18 @@ class AgentExecutor(ServedAgent):
             reasoning_events,
             self.model_health,
             default_prices() if prices is None else prices,
+            self._compactor_of(self._settings.model_policy.context_window),
         )
+
+    def _compactor_of(self, window: int | None) -> Compactor | None:
+        """What keeps a run's requests within the model's ``window``: summaries by the
+        history compressor's model, else by the agent's own."""
+        if window is None:
+            return None
+        summariser = self._compressor or HistoryCompressor(
+            self.model, max_tokens=window, keep_recent_tokens=window // 2
+        )
+        return Compactor(window, summariser)
 
     def _react_driver(self, turns: ModelTurns, settings: Settings) -> Driver:
         """The driver of this agent's runs: its ReAct loop over ``turns`` and its tools."""

@@ -41,7 +41,9 @@ class ModelPolicy(BaseModel):
     A failed call that may succeed again (a rate limit, a timeout, a 5xx) is retried up to
     ``retries`` times, waiting ``backoff`` seconds doubled each time (at most ``max_backoff``;
     a provider's ``Retry-After`` wins). ``first_token_timeout`` bounds the wait for the first
-    chunk of a stream, ``idle_timeout`` the silence between two chunks.
+    chunk of a stream, ``idle_timeout`` the silence between two chunks. ``context_window`` (in
+    tokens) makes a run keep each request within it: the older turns of a long tool loop are
+    summarised before the call that would not fit (``None``: no compaction inside a run).
     """
 
     model_config = _FROZEN
@@ -51,6 +53,7 @@ class ModelPolicy(BaseModel):
     max_backoff: float = Field(8.0, ge=0)
     first_token_timeout: float | None = Field(60.0, gt=0)
     idle_timeout: float | None = Field(60.0, gt=0)
+    context_window: int | None = Field(None, ge=256)
 
 
 class ToolLimits(BaseModel):

@@ -42,6 +42,7 @@ from ..messages import ToolCall, Usage
 from ..models.base import ChatModel, ModelRequest, ModelResponse
 from ..spend import PriceTable
 from .budget import BudgetStop, CallSpend, Meter, allowance, estimate_input_tokens, over_budget
+from .compaction import Compactor
 from .state import RunFailed, RunState, error_detail
 from .streaming import ModelPolicy, TurnOutput, stream_turn
 from .telemetry import RunTelemetry
@@ -101,6 +102,7 @@ class ModelTurns:
     """Runs a run's model turns with the executor's model, policy, hooks and output guard."""
 
     __slots__ = (
+        "_compactor",
         "_health",
         "_hooks",
         "_model",
@@ -124,8 +126,10 @@ class ModelTurns:
         reasoning_events: bool,
         health: ModelHealth,
         prices: PriceTable,
+        compactor: Compactor | None = None,
     ) -> None:
         self._model = model
+        self._compactor = compactor
         self._spend = CallSpend(model.name, prices, telemetry.turn_metrics)
         self._policy = policy
         self._params = params
@@ -153,6 +157,8 @@ class ModelTurns:
             params["response_format"] = run.response_format
         if tools:
             tool_params(run, params)
+        if self._compactor is not None:
+            await self._compactor.fit(run, tools, params)
         request = ModelRequest(list(run.messages), tools, params)
         telemetry = self._telemetry
         with telemetry.model_span(run) as span:

@@ -17,6 +17,7 @@ from agent_executor import (
     AgentEvent,
     AgentSelectedEvent,
     ApprovalRequiredEvent,
+    CompactedEvent,
     DoneEvent,
     ErrorEvent,
     MessageEvent,
@@ -101,6 +102,12 @@ _JSON: Mapping[type[Any], _Fields] = {
         "output": e.output,
     },
     NestedEvent: _nested,
+    CompactedEvent: lambda e: {
+        "messages_before": e.messages_before,
+        "messages_after": e.messages_after,
+        "tokens_before": e.tokens_before,
+        "tokens_after": e.tokens_after,
+    },
     DoneEvent: _done,
 }
 """Each event type's ``data`` in ``json`` mode (see docs/sse-protocol.md), the one table."""
