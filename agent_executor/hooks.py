@@ -61,9 +61,14 @@ class Hook:
         """Before each model call; return a new request to replace it."""
         return None
 
-    async def after_model(self, ctx: RunContext, response: ModelResponse) -> None:
+    async def after_model(self, ctx: RunContext, response: ModelResponse) -> ModelResponse | None:
         """After each model call that spent: answered, or cut at the run's spending limit
-        (``finish_reason`` ``"budget"``)."""
+        (``finish_reason`` ``"budget"``). Return a new response to replace the model's before
+        its tools run: its ``text`` and ``tool_calls`` are what the conversation keeps (what
+        the model reads next, what memory saves, ``AgentResult.content``) and the calls that
+        run. Text already streamed is not taken back, an eager tool started during the stream
+        has started, and a call cut at the spending limit cannot be replaced (the run ends)."""
+        return None
 
     async def before_tool_call(self, ctx: RunContext, call: ToolCall) -> ToolCall | None:
         """Before each tool call; return a changed call (same id) to change its arguments."""
@@ -112,10 +117,11 @@ class HookChain:
                 request = await hook.before_model(ctx, request) or request
         return request
 
-    async def after_model(self, ctx: RunContext, response: ModelResponse) -> None:
+    async def after_model(self, ctx: RunContext, response: ModelResponse) -> ModelResponse:
         for hook in self._hooks:
             with _Guarded(hook, "after_model", self._metrics):
-                await hook.after_model(ctx, response)
+                response = await hook.after_model(ctx, response) or response
+        return response
 
     async def before_tool_call(self, ctx: RunContext, call: ToolCall) -> ToolCall:
         for hook in self._hooks:

@@ -243,7 +243,10 @@ class ModelTurns:
         response = replace(response, usage=self._spend.answered(response.usage))
         run.add_usage(response.usage)
         if hooks:
-            await hooks.after_model(run.ctx, response)
+            changed = await hooks.after_model(run.ctx, response)
+            if changed.text != response.text:
+                _replace_text(run.texts, text_from, changed.text)
+            response = changed
         return response
 
     def _meter(self, run: RunState, request: ModelRequest) -> tuple[Meter | None, int]:
@@ -294,3 +297,11 @@ def model_failure(error: ModelError, request_id: str) -> str:
     if isinstance(error, ScriptExhaustedError):
         return error.message
     return f"The model call failed; the server log has the details (request id {request_id})."
+
+
+def _replace_text(texts: list[str], start: int, text: str) -> None:
+    """The turn's text (``texts`` from ``start``) replaced by ``text``, an ``after_model``
+    hook's; the break that set it apart from the turn before stays."""
+    if start < len(texts) and not texts[start].strip():
+        start += 1
+    texts[start:] = [text] if text else []

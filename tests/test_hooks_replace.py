@@ -1,0 +1,85 @@
+"""``after_model`` hooks that change the model's response, through the public API: the
+replacement's calls are the ones that run, its text is what the conversation, memory and the
+result keep; text already streamed stays streamed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from prometheus_client import CollectorRegistry
+
+from agent_executor import (
+    AgentCommand,
+    AgentExecutor,
+    Hook,
+    MessageEvent,
+    ModelResponse,
+    RunContext,
+    ScriptedModel,
+    ToolStartEvent,
+    tool,
+)
+from agent_executor.models.scripted import call, tool_turn
+
+ran: list[str] = []
+
+
+@tool
+def delete_everything() -> str:
+    """Delete every file."""
+    ran.append("delete_everything")
+    return "deleted"
+
+
+class NoDeletes(Hook):
+    """Turns a call of ``delete_everything`` into a refusal the user reads."""
+
+    async def after_model(self, ctx: RunContext, response: ModelResponse) -> ModelResponse | None:
+        if any(c.name == "delete_everything" for c in response.tool_calls):
+            return dataclasses.replace(response, text="I will not delete anything.", tool_calls=())
+        return None
+
+
+class Polite(Hook):
+    async def after_model(self, ctx: RunContext, response: ModelResponse) -> ModelResponse | None:
+        return dataclasses.replace(response, text=response.text + " Thank you.")
+
+
+async def test_a_replaced_response_runs_its_calls_and_keeps_its_text() -> None:
+    ran.clear()
+    model = ScriptedModel([tool_turn(call("delete_everything"), text="Deleting now.")])
+    agent = AgentExecutor(
+        model=model, tools=[delete_everything], hooks=[NoDeletes()], metrics=CollectorRegistry()
+    )
+    command = AgentCommand(user_prompt="clean up", session_id="s")
+
+    events = [e async for e in agent.execute_stream(command)]
+
+    assert ran == [] and not any(isinstance(e, ToolStartEvent) for e in events)
+    assert "".join(e.text for e in events if isinstance(e, MessageEvent)) == "Deleting now."
+    history = await agent.memory.load(None, "s")
+    assert [(m.role, m.content) for m in history] == [
+        ("user", "clean up"),
+        ("assistant", "I will not delete anything."),
+    ]
+    result = await AgentExecutor(
+        model=ScriptedModel([tool_turn(call("delete_everything"), text="Deleting now.")]),
+        tools=[delete_everything],
+        hooks=[NoDeletes()],
+        metrics=CollectorRegistry(),
+    ).execute(AgentCommand(user_prompt="clean up"))
+    assert (result.content, result.tool_calls) == ("I will not delete anything.", [])
+
+
+async def test_the_final_answers_replacement_is_the_results_content() -> None:
+    model = ScriptedModel([tool_turn(call("noop"), text="Let me check."), "All good."])
+
+    @tool
+    def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    agent = AgentExecutor(model=model, tools=[noop], hooks=[Polite()], metrics=CollectorRegistry())
+    result = await agent.execute(AgentCommand(user_prompt="check"))
+
+    assert result.content == "Let me check. Thank you.\n\nAll good. Thank you."
