@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from aiohttp import web
 
 from agent_executor import AgentRouter, ServedAgent
+from agent_executor.memory import MemoryStore
 from agent_executor.spend import UserBudget
 
 from . import routes, static_files, usage
 from .ag_ui_route import add_ag_ui_routes
 from .compat import add_bot_server_routes, bot_server_health
 from .health import HealthChecks
+from .long_term_memory import FACTS, add_memory_routes
 from .mcp import add_mcp_routes
 from .middleware import Middleware, auth_middleware, cors_middleware, request_middleware
 from .runs import RunHub, RunRelay
@@ -36,6 +38,7 @@ def create_app(
     *,
     budget: UserBudget | None = None,
     relay: RunRelay | None = None,
+    facts: MemoryStore | None = None,
 ) -> web.Application:
     """An aiohttp application serving one agent, or several by name (see docs/sse-protocol.md).
 
@@ -43,7 +46,9 @@ def create_app(
     a mapping's default agent is ``settings.default_agent`` if it names one, else the first.
     ``budget`` is the :class:`UserBudget` the agents were given (as guard and hook), whose
     spend ``GET /api/usage`` reports. ``relay`` shares the runs clients may re-attach to with
-    the other replicas (``RedisRunRelay`` with ``--redis-url``).
+    the other replicas (``RedisRunRelay`` with ``--redis-url``). ``facts`` is the long-term
+    memory the agents were given (their remember/recall tools), which ``/api/memory`` lists
+    and forgets for the caller.
     """
     settings = settings or Settings()
     router = _router(agents, settings)
@@ -58,6 +63,8 @@ def create_app(
     app[SETTINGS] = settings
     if budget is not None:
         app[usage.BUDGET] = budget
+    if facts is not None:
+        app[FACTS] = facts
     app[TRUSTED_PROXIES] = tuple(
         ipaddress.ip_network(item, strict=False) for item in settings.trusted_proxies
     )
@@ -83,6 +90,7 @@ def create_app(
     add_ag_ui_routes(app)
     add_ui_routes(app)
     add_bot_server_routes(app)
+    add_memory_routes(app)
     app.on_shutdown.append(_drain_streams)
     app.on_cleanup.append(_close)
     return app

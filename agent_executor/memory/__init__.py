@@ -5,6 +5,9 @@
   :mod:`agent_executor.redis`).
 - :mod:`~agent_executor.memory.compression`: :class:`HistoryCompressor`, which folds the older
   turns of a long history into one summary.
+- :mod:`~agent_executor.memory.facts`: long-term memory, facts about a user kept across
+  sessions (:class:`MemoryStore`, the ``remember``/``recall`` tools, :class:`MemoryRecallHook`;
+  on PostgreSQL :mod:`~agent_executor.memory.postgres`, on Redis ``agent_executor.redis``).
 """
 
 from .compression import (
@@ -16,6 +19,7 @@ from .compression import (
     estimate_tokens,
     litellm_token_counter,
 )
+from .facts import Fact, InMemoryMemoryStore, MemoryRecallHook, MemoryStore, memory_tools
 from .store import CompactableStore, ConversationStore, InMemoryConversationStore
 
 __all__ = [
@@ -23,10 +27,15 @@ __all__ = [
     "CompactableStore",
     "Compression",
     "ConversationStore",
+    "Fact",
     "HistoryCompressor",
     "InMemoryConversationStore",
+    "InMemoryMemoryStore",
+    "MemoryRecallHook",
+    "MemoryStore",
     "TokenCounter",
     "compact_history",
     "estimate_tokens",
     "litellm_token_counter",
+    "memory_tools",
 ]

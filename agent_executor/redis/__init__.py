@@ -22,12 +22,14 @@ client, key layout and failure translation the parts share are in
 from .budget import RedisBudgetStore
 from .client import connect, shared_secret
 from .conversations import RedisConversationStore
+from .facts import RedisMemoryStore
 from .ratelimit import RedisRateLimitStorage
 from .relay import RedisToolResultRelay
 
 __all__ = [
     "RedisBudgetStore",
     "RedisConversationStore",
+    "RedisMemoryStore",
     "RedisRateLimitStorage",
     "RedisToolResultRelay",
     "connect",

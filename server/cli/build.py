@@ -139,7 +139,9 @@ def _assemble(
         agents = _executor(config, shared, model, tools, retrieval=retrieval)
     if config.flows is not None:
         agents = _with_flows(config, shared, agents, own, mcp_tools)
-    app = create_app(agents, settings, budget=shared.budget, relay=_run_relay(config))
+    app = create_app(
+        agents, settings, budget=shared.budget, relay=_run_relay(config), facts=shared.facts
+    )
     return Service(settings, agents, app, shared)
 
 
@@ -217,7 +219,7 @@ def _executor(
     parts, its ``retrieval`` and its ``tool_mode`` (default: ``--tool-mode``)."""
     return AgentExecutor(
         model=model,
-        tools=tools,
+        tools=[*tools, *shared.memory_tools],
         guards=shared.guards,
         hooks=[*shared.hooks, *([retrieval] if retrieval is not None else [])],
         output_guard=shared.output_guard,

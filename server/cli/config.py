@@ -105,6 +105,7 @@ class ServeConfig:
     operator_users: tuple[str, ...] = ()  # --operator-users
     # Where state lives, and conversation history.
     redis_url: str | None = None  # --redis-url, REDIS_URL
+    long_term_memory: str | None = None  # --long-term-memory (auto, or a postgresql:// DSN)
     approval_secret: str | None = None  # --approval-secret, AGENT_APPROVAL_SECRET
     session_ttl: float = 3600.0  # --session-ttl
     history_max_tokens: int | None = None  # --history-max-tokens
@@ -146,6 +147,7 @@ class ServeConfig:
             concurrency=Concurrency(max_concurrency=args.max_concurrency),
             tool_limits=ToolLimits(max_calls=args.max_tool_calls),
             reasoning_events=not args.no_reasoning_events,
+            long_term_memory=args.long_term_memory,
             tool_mode=args.tool_mode,
             retrieval=args.retrieval,
             rate_limit=args.rate_limit,

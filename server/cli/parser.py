@@ -282,6 +282,15 @@ def _spend_flags(add: _Add) -> None:
 
 def _state_flags(add: _Add) -> None:
     add(
+        "--long-term-memory",
+        nargs="?",
+        const="auto",
+        metavar="WHERE",
+        help="give the agents remember/recall tools and recall the user's facts before the "
+        "first model call; the facts live in Redis with --redis-url, else in this process, or "
+        "in PostgreSQL given a postgresql:// DSN (needs the [postgres] extra)",
+    )
+    add(
         "--redis-url",
         help="Redis shared by replicas: conversations, rate limits, frontend tool results and "
         "the approval secret (env REDIS_URL; default: this process's memory)",

@@ -20,12 +20,19 @@ from agent_executor import (
     InputValidationGuard,
     LiteLLMModel,
     StoreUnavailable,
+    Tool,
     ToolResults,
 )
 from agent_executor.errors import MissingExtraError
 from agent_executor.guards import OutputGuard, RateLimitGuard, RateLimitStorage
 from agent_executor.hooks import Hook
-from agent_executor.memory import InMemoryConversationStore
+from agent_executor.memory import (
+    InMemoryConversationStore,
+    InMemoryMemoryStore,
+    MemoryRecallHook,
+    MemoryStore,
+    memory_tools,
+)
 from agent_executor.models import resolve_model
 from agent_executor.retrieval import BM25Retriever, Passage, RetrievalHook, load_folder
 from agent_executor.spend import BudgetStore, UserBudget
@@ -60,6 +67,9 @@ class SharedParts:
     history_max_tokens: int | None
     history_keep_tokens: int
     summariser: ChatModel | None
+    facts: MemoryStore | None = None
+    """Long-term memory (``--long-term-memory``): every agent's remember/recall tools and the
+    recall hook read and write it."""
     indexes: dict[str, BM25Retriever] = field(default_factory=dict)
     """The retrieval indexes built so far, by folder (agents naming one folder share it)."""
 
@@ -74,8 +84,17 @@ class SharedParts:
 
     @property
     def hooks(self) -> list[Hook]:
-        """The hooks every agent gets: the user budget's, which records what it spends."""
-        return [] if self.budget is None else [self.budget]
+        """The hooks every agent gets: the user budget's, which records what it spends, and
+        long-term memory's recall."""
+        hooks: list[Hook] = [] if self.budget is None else [self.budget]
+        if self.facts is not None:
+            hooks.append(MemoryRecallHook(self.facts))
+        return hooks
+
+    @property
+    def memory_tools(self) -> list[Tool]:
+        """The tools every agent gets: long-term memory's ``remember`` and ``recall``."""
+        return [] if self.facts is None else memory_tools(self.facts)
 
     def compressor(self, model: ChatModel) -> HistoryCompressor | None:
         """The ``--history-*`` compression of an agent on ``model`` (its summariser unless
@@ -175,6 +194,8 @@ def shared_parts(config: ServeConfig) -> SharedParts:
             else None
         ),
     )
+    if config.long_term_memory is not None:
+        shared = dataclasses.replace(shared, facts=_facts(config.long_term_memory, url))
     if url is not None and secret is None:
         try:
             secret = shared_redis.shared_secret(url)
@@ -184,6 +205,27 @@ def shared_parts(config: ServeConfig) -> SharedParts:
             ) from None
         shared = dataclasses.replace(shared, approval_secret=secret)
     return shared
+
+
+def _facts(where: str, redis_url: str | None) -> MemoryStore:
+    """The long-term memory of ``--long-term-memory``: PostgreSQL for a DSN, else Redis with
+    ``--redis-url``, else this process's memory."""
+    if where.startswith(("postgresql://", "postgres://")):
+        try:
+            from agent_executor.memory.postgres import PostgresMemoryStore
+        except MissingExtraError:
+            raise CliError(
+                "--long-term-memory with PostgreSQL needs psycopg: pip install "
+                "'agent-executor[postgres]'"
+            ) from None
+        return PostgresMemoryStore(where)
+    if where != "auto":
+        raise CliError(f"--long-term-memory takes no value or a postgresql:// DSN, not {where!r}")
+    if redis_url is not None:
+        from agent_executor.redis import RedisMemoryStore
+
+        return RedisMemoryStore(redis_url)
+    return InMemoryMemoryStore()
 
 
 def _counted(number: int, what: str) -> str:

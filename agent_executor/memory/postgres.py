@@ -1,0 +1,163 @@
+"""Long-term memory on PostgreSQL (the ``[postgres]`` extra): a user's facts in one table,
+found by full-text search.
+
+Each fact is a row (user, id, text, time) with a stored generated ``tsvector`` under a GIN
+index; a recall matches the facts of that user only that share any word of the query
+(``to_tsvector`` lexemes: stemmed, stop words dropped), ranked by ``ts_rank_cd``, newest first
+on ties. Every replica of a service can share the table.
+"""
+
+from __future__ import annotations
+
+import re
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from .._extras import requires_extra
+from .facts import Fact, new_fact
+
+__all__ = ["PostgresMemoryStore"]
+
+_IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {table} (
+    user_id text NOT NULL,
+    id text NOT NULL,
+    body text NOT NULL,
+    created_at double precision NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector({config}::regconfig, body)) STORED,
+    PRIMARY KEY (user_id, id)
+);
+CREATE INDEX IF NOT EXISTS {tsv_index} ON {table} USING gin (tsv);
+"""
+
+_RECALL = """
+SELECT id, body, created_at FROM {table}
+WHERE user_id = %(user)s AND tsv @@ replace(
+    plainto_tsquery({config}::regconfig, %(query)s)::text, ' & ', ' | ')::tsquery
+ORDER BY ts_rank_cd(tsv, replace(
+    plainto_tsquery({config}::regconfig, %(query)s)::text, ' & ', ' | ')::tsquery) DESC,
+    created_at DESC
+LIMIT %(limit)s
+"""
+
+
+class PostgresMemoryStore:
+    """:class:`~agent_executor.memory.facts.MemoryStore` on PostgreSQL (see the module
+    docstring). ``dsn`` is a libpq connection string or URL; the table is created on first
+    use; :meth:`aclose` (or ``async with``) closes the connection pool."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        table: str = "agent_facts",
+        config: str = "english",
+        timeout: float = 10.0,
+    ) -> None:
+        with requires_extra("postgres", "PostgresMemoryStore"):
+            import psycopg_pool
+            from psycopg import sql
+        if not all(_IDENTIFIER_RE.match(part) for part in table.split(".")):
+            raise ValueError(f"not a table name: {table!r}")
+        self._pools = psycopg_pool.AsyncConnectionPool
+        self._sql = sql
+        self.dsn, self.table, self.config = dsn, table, config
+        self._timeout = timeout
+        self._pool: Any = None
+        self._lock = anyio.Lock()
+
+    async def remember(self, user_id: str, text: str) -> Fact:
+        fact = new_fact(text)
+        statement = self._statement(
+            "INSERT INTO {table} (user_id, id, body, created_at) "
+            "VALUES (%(user)s, %(id)s, %(body)s, %(at)s)"
+        )
+        values = {"user": user_id, "id": fact.id, "body": fact.text, "at": fact.created_at}
+        await self._execute(statement, values)
+        return fact
+
+    async def recall(self, user_id: str, query: str, limit: int = 5) -> list[Fact]:
+        if not query.strip() or limit < 1:
+            return []
+        rows = await self._execute(
+            self._statement(_RECALL), {"user": user_id, "query": query, "limit": limit}
+        )
+        return [Fact(id=id_, text=body, created_at=at) for id_, body, at in rows]
+
+    async def facts(self, user_id: str) -> list[Fact]:
+        rows = await self._execute(
+            self._statement(
+                "SELECT id, body, created_at FROM {table} WHERE user_id = %(user)s "
+                "ORDER BY created_at"
+            ),
+            {"user": user_id},
+        )
+        return [Fact(id=id_, text=body, created_at=at) for id_, body, at in rows]
+
+    async def forget(self, user_id: str, fact_id: str | None = None) -> int:
+        """Forget one fact, or every fact of the user; how many were forgotten."""
+        where = "user_id = %(user)s" + ("" if fact_id is None else " AND id = %(id)s")
+        rows = await self._execute(
+            self._statement(f"DELETE FROM {{table}} WHERE {where} RETURNING id"),
+            {"user": user_id, "id": fact_id},
+        )
+        return len(rows)
+
+    def _statement(self, text: str) -> Any:
+        sql = self._sql
+        return sql.SQL(text).format(
+            table=sql.Identifier(*self.table.split(".")), config=sql.Literal(self.config)
+        )
+
+    async def _execute(self, statement: Any, values: dict[str, Any]) -> list[Any]:
+        pool = await self._open()
+        async with pool.connection() as conn:
+            cursor = await conn.execute(statement, values)
+            return list(await cursor.fetchall()) if cursor.description else []
+
+    async def _open(self) -> Any:
+        if self._pool is not None:
+            return self._pool
+        async with self._lock:
+            if self._pool is None:
+                pool = self._pools(
+                    self.dsn,
+                    min_size=1,
+                    max_size=4,
+                    timeout=self._timeout,
+                    kwargs={"autocommit": True},
+                    check=self._pools.check_connection,
+                    open=False,
+                )
+                await pool.open(wait=True, timeout=self._timeout)
+                async with pool.connection() as conn:
+                    name = self.table.replace(".", "_")
+                    await conn.execute(
+                        self._sql.SQL(_SCHEMA).format(
+                            table=self._sql.Identifier(*self.table.split(".")),
+                            config=self._sql.Literal(self.config),
+                            tsv_index=self._sql.Identifier(f"{name}_tsv_idx"),
+                        )
+                    )
+                self._pool = pool
+        return self._pool
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def __aenter__(self) -> PostgresMemoryStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
