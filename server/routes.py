@@ -20,6 +20,7 @@ from agent_executor import (
     ServedAgent,
     StoreUnavailable,
 )
+from agent_executor.memory import UserScopedStore
 from agent_executor.tools import Delivery
 
 from .dialects.typed import EventMode, TypedEncoder
@@ -52,6 +53,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/runs/{run_id}/events", run_events)
     app.router.add_delete("/api/runs/{run_id}", stop_run)
     app.router.add_delete("/api/sessions/{session_id}", delete_session)
+    app.router.add_delete("/api/sessions", delete_sessions)
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/ready", ready)
     app.router.add_get("/metrics", metrics)
@@ -240,6 +242,25 @@ async def delete_session(request: web.Request) -> web.Response:
     if not deleted:
         return json_error(404, f"you have no session {session_id!r}")
     return web.json_response({"session_id": session_id, "deleted": True})
+
+
+async def delete_sessions(request: web.Request) -> web.Response:
+    """Forget every conversation of the caller in every agent's store: ``{"user_id",
+    "deleted": <sessions>}``. The caller must be known (an API key, ``X-User-Id`` or
+    ``user_id`` in the query): the conversations of no one in particular are not one user's
+    to delete (400)."""
+    user_id = Caller.of(request).user_id(request.query.get("user_id") or None)
+    if not user_id or len(user_id) > 256:
+        return json_error(400, "say whose sessions to delete: an API key, X-User-Id or user_id")
+    deleted = 0
+    for store in _distinct(e.memory for e in request.app[AGENTS].agents.values()):
+        if not isinstance(store, UserScopedStore):
+            return json_error(501, f"{type(store).__name__} cannot delete a user's sessions")
+        try:
+            deleted += await store.delete_user(user_id)
+        except StoreUnavailable as exc:
+            return json_error(503, str(exc))
+    return web.json_response({"user_id": user_id, "deleted": deleted})
 
 
 async def health(request: web.Request) -> web.Response:

@@ -20,7 +20,12 @@ from .compression import (
     litellm_token_counter,
 )
 from .facts import Fact, InMemoryMemoryStore, MemoryRecallHook, MemoryStore, memory_tools
-from .store import CompactableStore, ConversationStore, InMemoryConversationStore
+from .store import (
+    CompactableStore,
+    ConversationStore,
+    InMemoryConversationStore,
+    UserScopedStore,
+)
 
 __all__ = [
     "SUMMARY_PREFIX",
@@ -34,6 +39,7 @@ __all__ = [
     "MemoryRecallHook",
     "MemoryStore",
     "TokenCounter",
+    "UserScopedStore",
     "compact_history",
     "estimate_tokens",
     "litellm_token_counter",

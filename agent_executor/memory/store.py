@@ -18,7 +18,12 @@ from ..approvals import PendingRun
 from ..errors import ConfigurationError
 from ..messages import Message, UserMessage
 
-__all__ = ["CompactableStore", "ConversationStore", "InMemoryConversationStore"]
+__all__ = [
+    "CompactableStore",
+    "ConversationStore",
+    "InMemoryConversationStore",
+    "UserScopedStore",
+]
 
 
 @runtime_checkable
@@ -38,6 +43,13 @@ class ConversationStore(Protocol):
     async def delete(self, user_id: str | None, session_id: str) -> bool:
         """Forget the session; true if it existed."""
         ...
+
+
+@runtime_checkable
+class UserScopedStore(Protocol):
+    """A store that can forget every session of one user at once (``DELETE /api/sessions``)."""
+
+    async def delete_user(self, user_id: str) -> int: ...
 
 
 @runtime_checkable
@@ -144,6 +156,14 @@ class InMemoryConversationStore:
         """Forget the session and a run of it waiting for approval; true if either existed."""
         paused = self._pending.pop(_key(user_id, session_id), None)
         return (self._sessions.pop(_key(user_id, session_id), None) or paused) is not None
+
+    async def delete_user(self, user_id: str) -> int:
+        """Forget every session of ``user_id`` (histories and paused runs); how many."""
+        keys = {key for key in (*self._sessions, *self._pending) if key[0] == user_id}
+        for key in keys:
+            self._sessions.pop(key, None)
+            self._pending.pop(key, None)
+        return len(keys)
 
     async def save_pending(self, user_id: str | None, session_id: str, run: PendingRun) -> None:
         """Keep a paused run of the session until it resumes or ``ttl_seconds`` pass."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .client import RedisPart
+from .client import RedisPart, glob_escaped
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -48,15 +48,12 @@ class RedisBudgetStore(RedisPart):
         """Every user's spend in ``window`` (a SCAN of the period's keys, then one MGET)."""
         head = self._budget_key("", window)
         async with self._calling("reading spend"):
-            keys = [k async for k in self.redis.scan_iter(match=_glob(head) + "*", count=500)]
+            keys = [
+                k async for k in self.redis.scan_iter(match=glob_escaped(head) + "*", count=500)
+            ]
             values = await self.redis.mget(keys) if keys else []
         return {
             key.decode()[len(head) :]: int(value)
             for key, value in zip(keys, values, strict=True)
             if value is not None
         }
-
-
-def _glob(text: str) -> str:
-    """``text`` with the characters SCAN's MATCH treats as a pattern escaped."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)

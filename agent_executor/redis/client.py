@@ -117,3 +117,8 @@ def _safe(url: str) -> str:
         return url
     scheme, _, _ = head.partition("://")
     return f"{scheme}://***@{tail}"
+
+
+def glob_escaped(text: str) -> str:
+    """``text`` with the characters SCAN's MATCH treats as a pattern escaped."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)

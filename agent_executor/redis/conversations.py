@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 from ..approvals import PendingRun
 from ..errors import ConfigurationError
 from ..messages import Message
-from .client import RedisPart
+from .client import RedisPart, glob_escaped
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -125,6 +125,20 @@ class RedisConversationStore(RedisPart):
             pipe.delete(pending)
             deleted, paused = await pipe.execute()
         return bool(deleted or paused)
+
+    async def delete_user(self, user_id: str) -> int:
+        """Forget every session of ``user_id`` (histories and paused runs, found with SCAN);
+        how many sessions."""
+        heads = [self._key(kind, user_id, "") for kind in ("history", "pending")]
+        async with self._calling("deleting a user's conversations"):
+            keys = [
+                key
+                for head in heads
+                async for key in self.redis.scan_iter(match=glob_escaped(head) + "*", count=500)
+            ]
+            if keys:
+                await self.redis.delete(*keys)
+        return len({key.decode()[len(self.prefix) :].split(":", 1)[1] for key in keys})
 
     async def replace_prefix(
         self,
