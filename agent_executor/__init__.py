@@ -114,7 +114,15 @@ from .retrieval import BM25Retriever, Passage, PostgresRetriever, RetrievalHook,
 from .routing import AgentRouter, FunctionRouter, ModelRouter, RouteFunction, Router
 from .serving import ServedAgent
 from .settings import Concurrency, ModelPolicy, RunLimits, ToolLimits
-from .tools import FrontendTool, FunctionTool, Tool, ToolResultRelay, ToolResults, tool
+from .tools import (
+    FrontendTool,
+    FunctionTool,
+    Tool,
+    Toolkit,
+    ToolResultRelay,
+    ToolResults,
+    tool,
+)
 from .tools.ask_user import ASK_USER
 from .tools.rest import RestTool
 
@@ -242,6 +250,7 @@ __all__ = [
     "ToolResultScreen",
     "ToolResults",
     "ToolStartEvent",
+    "Toolkit",
     "TurnStrategy",
     "UnsupportedRequestError",
     "Usage",

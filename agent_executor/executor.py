@@ -27,7 +27,7 @@ from .models.prompt_tools import ToolMode, with_tool_mode
 from .serving import ServedAgent, driver_of
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits, from_keywords
 from .spend import PriceTable, default_prices
-from .tools import FunctionTool, Tool, ToolResults
+from .tools import FunctionTool, Tool, Toolkit, ToolResults
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -67,7 +67,7 @@ class AgentExecutor(ServedAgent):
         self,
         *,
         model: ChatModel | str,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | Toolkit | Callable[..., Any]] = (),
         guards: Sequence[Guard] = (),
         hooks: Sequence[Hook] = (),
         system_prompt: str | None = None,
@@ -98,6 +98,7 @@ class AgentExecutor(ServedAgent):
         )
         settings = from_keywords("AgentExecutor", given, deprecated)
         chat_model = with_tool_mode(_checked_model(model, settings.concurrency), tool_mode)
+        tools = list(tools)
         registry = _registry(tools)
         _check_handoffs(registry)
         super().__init__(
@@ -115,6 +116,7 @@ class AgentExecutor(ServedAgent):
             output_guard=output_guard is not None,
         )
         self.model, self.tools = chat_model, registry
+        self._toolkits = [item for item in tools if isinstance(item, Toolkit)]
         self._system_prompt, self._compressor = system_prompt, history_compressor
         self._signer = ApprovalSigner(approval_secret)
         turns = self._model_turns(model_params, output_guard, reasoning_events, prices)
@@ -178,7 +180,7 @@ class AgentExecutor(ServedAgent):
             if isinstance(tool, Handoff):
                 self.metrics.register_handoff(tool.agent.name)
 
-    def add_tools(self, *tools: Tool | Callable[..., Any]) -> None:
+    def add_tools(self, *tools: Tool | Toolkit | Callable[..., Any]) -> None:
         """Register more tools, for the runs that start from now on; for agents that refer to
         each other (``a.add_tools(handoff(b))`` once ``b``, which hands back to ``a``, exists).
 
@@ -193,11 +195,12 @@ class AgentExecutor(ServedAgent):
             raise ConfigurationError(f"the agent {self.name!r} cannot be its own tool")
         _check_handoffs(added)
         self.tools.update(added)
+        self._toolkits += [item for item in tools if isinstance(item, Toolkit)]
         self._driver.tools_changed(_handoffs(self.tools))
         self._register_tools()
 
     def _parts(self) -> Iterable[object]:
-        return (self.model, *self.tools.values(), *super()._parts())
+        return (self.model, *self._toolkits, *self.tools.values(), *super()._parts())
 
 
 def _checked_model(model: ChatModel | str, concurrency: Concurrency) -> ChatModel:
@@ -225,11 +228,18 @@ def _handoffs(tools: Mapping[str, Tool]) -> dict[str, Driver]:
     return {t.name: driver_of(t.agent) for t in tools.values() if isinstance(t, Handoff)}
 
 
-def _registry(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+def _registry(tools: Iterable[Tool | Toolkit | Callable[..., Any]]) -> dict[str, Tool]:
     registry: dict[str, Tool] = {}
     for item in tools:
-        tool = item if isinstance(item, Tool) else FunctionTool(item)
-        if tool.name in registry:
-            raise ConfigurationError(f"two tools are named {tool.name!r}")
-        registry[tool.name] = tool
+        each = item.tools() if isinstance(item, Toolkit) else [item]
+        for given in each:
+            tool = given if isinstance(given, Tool) else FunctionTool(given)
+            if isinstance(tool, FunctionTool) and tool.unbound:
+                raise ConfigurationError(
+                    f"the tool {tool.name!r} is a method read from its class: give the "
+                    "instance's (toolkit.method), or the toolkit itself"
+                )
+            if tool.name in registry:
+                raise ConfigurationError(f"two tools are named {tool.name!r}")
+            registry[tool.name] = tool
     return registry

@@ -2,6 +2,8 @@
 
 - :mod:`~agent_executor.tools.base`: the :class:`Tool` base class every kind shares.
 - :mod:`~agent_executor.tools.function`: Python functions, through the :func:`tool` decorator.
+- :mod:`~agent_executor.tools.toolkit`: :class:`Toolkit`, related tools as the methods of one
+  class sharing its state.
 - :mod:`~agent_executor.tools.frontend`: tools the client runs, and :class:`ToolResults`,
   where their answers meet the waiting run.
 - :mod:`~agent_executor.tools.rest`: one HTTP endpoint per tool (``RestTool``).
@@ -13,6 +15,7 @@
 from .base import Tool, ToolArgumentsError, serialize_result
 from .frontend import ClientToolError, Delivery, FrontendTool, ToolResultRelay, ToolResults
 from .function import FunctionTool, tool
+from .toolkit import Toolkit
 
 __all__ = [
     "ClientToolError",
@@ -23,6 +26,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolResultRelay",
     "ToolResults",
+    "Toolkit",
     "serialize_result",
     "tool",
 ]

@@ -6,13 +6,19 @@ lists and ``Annotated[..., Field(description=...)]`` work), the description from
 (its first paragraph; per-parameter text from an ``Args:`` section). Arguments from the model are
 validated by the same pydantic model before the function runs. Sync functions run in a worker
 thread so they never block the event loop.
+
+``@tool`` on a method (in a class body, first parameter ``self``) makes a tool whose schema
+leaves ``self`` out; reading it from an instance (``kit.lookup``) gives that instance's bound
+tool, as a method is bound (see :class:`~agent_executor.tools.toolkit.Toolkit`).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import re
+import types
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar, get_args, get_origin, overload
 
@@ -49,7 +55,9 @@ class FunctionTool(Tool):
         summary, arg_docs = _parse_docstring(inspect.getdoc(function) or "")
         self.function = function
         self.is_async = inspect.iscoroutinefunction(function)
-        self._args_model = _arguments_model(function, arg_docs)
+        self.unbound = _is_method(function)
+        """A method's tool read from its class: it needs an instance (``kit.lookup``)."""
+        self._args_model = _arguments_model(function, arg_docs, skip_first=self.unbound)
         super().__init__(
             name=name or function.__name__,
             description=description or summary,
@@ -62,6 +70,16 @@ class FunctionTool(Tool):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
+
+    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool:
+        """A method's tool read from an instance: the tool of the bound method (same name,
+        description and schema); read from the class, or not a method: this tool."""
+        if instance is None or not self.unbound:
+            return self
+        bound = copy.copy(self)
+        bound.function = types.MethodType(self.function, instance)
+        bound.unbound = False
+        return bound
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Decode and validate the arguments with the function's pydantic model."""
@@ -153,14 +171,27 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(summary), params
 
 
-def _arguments_model(function: Callable[..., Any], docs: dict[str, str]) -> type[BaseModel]:
-    """A pydantic model of the function's parameters (extra arguments are refused)."""
+def _is_method(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` was defined in a class body with ``self`` first (a method that
+    ``@tool`` decorates before the class binds it)."""
+    parameters = list(inspect.signature(function).parameters)
+    qualname = getattr(function, "__qualname__", "")
+    defined_in_class = "." in qualname and "<locals>" not in qualname.rsplit(".", 2)[-2:-1]
+    return bool(parameters) and parameters[0] == "self" and defined_in_class
+
+
+def _arguments_model(
+    function: Callable[..., Any], docs: dict[str, str], *, skip_first: bool = False
+) -> type[BaseModel]:
+    """A pydantic model of the function's parameters (extra arguments are refused); a
+    method's ``self`` is not one."""
     try:
         hints = inspect.get_annotations(function, eval_str=True)
     except Exception as exc:
         raise ConfigurationError(f"cannot read type hints of {function!r}: {exc}") from exc
     fields: dict[str, Any] = {}
-    for param in inspect.signature(function).parameters.values():
+    parameters = list(inspect.signature(function).parameters.values())
+    for param in parameters[1:] if skip_first else parameters:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ConfigurationError(
                 f"tool {function.__name__!r}: *args/**kwargs cannot be described to a model"

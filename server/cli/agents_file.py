@@ -84,6 +84,8 @@ class AgentSpec(ModelSpec):
     retrieval: _NonEmpty | Literal[False] | None = None
     """A folder whose passages a BM25 index gives the agent (``None``: ``--retrieval``'s;
     ``False``: none, even with ``--retrieval``)."""
+    toolkits: list[_NonEmpty] | None = None
+    """The toolkits (by name) of the agent's tool modules that it is given (``None``: all)."""
     tool_mode: Literal["native", "prompt", "auto"] | None = None
     """How the agent's model is offered tools (``None``: ``--tool-mode``'s)."""
 

@@ -7,11 +7,11 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from types import ModuleType
 
-from agent_executor.tools import Tool
+from agent_executor.tools import Tool, Toolkit
 from agent_executor.tools.demo import DEMO_TOOLS
 
 from .agents_file import AgentsFile
@@ -20,11 +20,16 @@ from .errors import CliError
 __all__ = ["agent_tools", "load_tools"]
 
 
-def load_tools(modules: Iterable[str], *, where: str = "--tools") -> list[Tool]:
-    """Every :class:`Tool` defined in the named modules (or ``.py`` files); a module that
-    cannot be imported or has no tools is a :class:`CliError` starting with ``where`` (the
-    flag, or the agents file and agent)."""
+def load_tools(
+    modules: Iterable[str], *, where: str = "--tools", toolkits: Collection[str] | None = None
+) -> list[Tool]:
+    """Every :class:`Tool` defined in the named modules (or ``.py`` files), and the tools of
+    every :class:`Toolkit` instance they define (only those named in ``toolkits``, when
+    given); a module that cannot be imported or has no tools, or a toolkit name no module
+    defines, is a :class:`CliError` starting with ``where`` (the flag, or the agents file and
+    agent)."""
     tools: list[Tool] = []
+    kits: dict[str, Toolkit] = {}
     for name in (part.strip() for part in modules):
         if not name:
             continue
@@ -33,9 +38,21 @@ def load_tools(modules: Iterable[str], *, where: str = "--tools") -> list[Tool]:
         except CliError as exc:
             raise CliError(f"{where}: {exc}") from exc.__cause__
         found = [value for value in vars(module).values() if isinstance(value, Tool)]
-        if not found:
+        kits.update(
+            (value.toolkit_name, value)
+            for value in vars(module).values()
+            if isinstance(value, Toolkit)
+        )
+        if not found and not any(isinstance(v, Toolkit) for v in vars(module).values()):
             raise CliError(f"{where}: module {name!r} defines no @tool functions")
         tools.extend(found)
+    unknown = sorted(set(toolkits or ()) - set(kits))
+    if unknown:
+        raise CliError(f"{where}: no toolkit named {', '.join(unknown)} (the modules define "
+                       f"{', '.join(sorted(kits)) or 'none'})")  # fmt: skip
+    for kit_name, kit in kits.items():
+        if toolkits is None or kit_name in toolkits:
+            tools.extend(kit.tools())
     return tools
 
 
@@ -52,6 +69,10 @@ def agent_tools(config: AgentsFile, default_modules: Iterable[str]) -> dict[str,
             tools[name] = list(DEMO_TOOLS)
             continue
         tools[name] = []
+        if agent.toolkits is not None:  # this agent's choice of the modules' toolkits
+            where = f"{config.origin('agents', name, 'toolkits')}: agent {name!r}"
+            tools[name] = load_tools(modules, where=where, toolkits=agent.toolkits)
+            continue
         for module in modules:
             if module not in loaded:
                 where = (
