@@ -29,6 +29,9 @@ class AgentCommand(BaseModel):
     model on the turns that offer tools (see :data:`ToolChoice`).
     ``max_input_tokens``, ``max_output_tokens`` and ``max_cost_usd`` limit what this run may
     spend, below the executor's own limits (the lower of the two counts; see docs/spend.md).
+    ``variables`` are put into ``user_prompt`` and the system prompt (the agent's, or this
+    command's), which are Mustache templates then (``{{name}}``; see
+    :mod:`agent_executor.templates`): a value is never read as template syntax.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -51,6 +54,7 @@ class AgentCommand(BaseModel):
     max_input_tokens: int | None = Field(default=None, ge=1)
     max_output_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
+    variables: dict[str, Any] | None = None
 
     @property
     def resumes(self) -> bool:

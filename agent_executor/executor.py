@@ -26,6 +26,7 @@ from .models import ChatModel, PooledModel, check_credentials, resolve_model
 from .models.prompt_tools import ToolMode, with_tool_mode
 from .serving import ServedAgent, driver_of
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits, from_keywords
+from .slash import SlashCommand
 from .spend import PriceTable, default_prices
 from .tools import FunctionTool, Tool, Toolkit, ToolResults
 
@@ -57,10 +58,12 @@ class AgentExecutor(ServedAgent):
     ``"prompt"`` (tools described in the system prompt, the model answering in ReAct JSON, for
     models without function calling; see :class:`~agent_executor.models.PromptToolsModel`) or
     ``"auto"`` (native when litellm's model data says the model supports it).
-    ``reasoning_events=False`` keeps the model's reasoning from the caller (no
-    ``ReasoningEvent``, no ``AgentResult.reasoning``); what the provider needs back of it on
-    the next turn still goes back. ``prices`` turns tokens into ``usage.cost_usd`` (default:
-    litellm's model cost map, see :class:`~agent_executor.spend.PriceTable`).
+    ``commands`` are its own slash commands besides ``/help`` and ``/reset``
+    (:mod:`agent_executor.slash`). ``reasoning_events=False`` keeps the model's reasoning from
+    the caller (no ``ReasoningEvent``, no ``AgentResult.reasoning``); what the provider needs
+    back of it on the next turn still goes back. ``prices`` turns tokens into
+    ``usage.cost_usd`` (default: litellm's model cost map, see
+    :class:`~agent_executor.spend.PriceTable`).
     """
 
     def __init__(
@@ -88,15 +91,10 @@ class AgentExecutor(ServedAgent):
         tracer: object | bool | None = None,
         tool_results: ToolResults | None = None,
         tool_mode: ToolMode = "native",
+        commands: Sequence[SlashCommand] = (),
         **deprecated: Any,
     ) -> None:
-        given = Settings(
-            model_policy=model_policy or ModelPolicy(),
-            tool_limits=tool_limits or ToolLimits(),
-            run_limits=run_limits or RunLimits(),
-            concurrency=concurrency or Concurrency(),
-        )
-        settings = from_keywords("AgentExecutor", given, deprecated)
+        settings = _settings(model_policy, tool_limits, run_limits, concurrency, deprecated)
         chat_model = with_tool_mode(_checked_model(model, settings.concurrency), tool_mode)
         tools = list(tools)
         registry = _registry(tools)
@@ -114,13 +112,15 @@ class AgentExecutor(ServedAgent):
             tracer=tracer,
             tool_results=tool_results,
             output_guard=output_guard is not None,
+            commands=commands,
         )
         self.model, self.tools = chat_model, registry
         self._toolkits = [item for item in tools if isinstance(item, Toolkit)]
         self._system_prompt, self._compressor = system_prompt, history_compressor
         self._signer = ApprovalSigner(approval_secret)
-        turns = self._model_turns(model_params, output_guard, reasoning_events, prices)
-        self._driver = self._react_driver(turns, settings)
+        self._driver = self._react_driver(
+            self._model_turns(model_params, output_guard, reasoning_events, prices), settings
+        )
         self._register_tools()
 
     def _model_turns(
@@ -201,6 +201,24 @@ class AgentExecutor(ServedAgent):
 
     def _parts(self) -> Iterable[object]:
         return (self.model, *self._toolkits, *self.tools.values(), *super()._parts())
+
+
+def _settings(
+    model_policy: ModelPolicy | None,
+    tool_limits: ToolLimits | None,
+    run_limits: RunLimits | None,
+    concurrency: Concurrency | None,
+    deprecated: dict[str, Any],
+) -> Settings:
+    """The agent's settings: the objects given (defaults for the others), and the old keyword
+    arguments on top (each warns: see :func:`~agent_executor.settings.from_keywords`)."""
+    given = Settings(
+        model_policy=model_policy or ModelPolicy(),
+        tool_limits=tool_limits or ToolLimits(),
+        run_limits=run_limits or RunLimits(),
+        concurrency=concurrency or Concurrency(),
+    )
+    return from_keywords("AgentExecutor", given, deprecated, stacklevel=4)
 
 
 def _checked_model(model: ChatModel | str, concurrency: Concurrency) -> ChatModel:

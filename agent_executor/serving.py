@@ -39,6 +39,7 @@ from .observability import Metrics, Tracing, install_log_context
 from .resources import aclose_all
 from .results import AgentResult
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits
+from .slash import SlashCommand, SlashCommands
 from .tools import Tool, ToolResults
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ class ServedAgent:
     fresh :class:`InMemoryConversationStore`, used only for commands with a ``session_id``;
     ``metrics`` is the prometheus registry to record into (default: prometheus-client's);
     ``tool_results`` is where client tools' answers arrive (several agents of one service may
-    share one, and with a relay it spans replicas).
+    share one, and with a relay it spans replicas). ``commands`` are the agent's own slash
+    commands, besides ``/help`` and ``/reset`` (:mod:`agent_executor.slash`).
     """
 
     _driver: Driver
@@ -76,6 +78,7 @@ class ServedAgent:
         tracer: object | bool | None = None,
         tool_results: ToolResults | None = None,
         output_guard: bool = False,
+        commands: Sequence[SlashCommand] = (),
     ) -> None:
         self.name, self.description = name, description
         self._settings = settings
@@ -86,6 +89,7 @@ class ServedAgent:
         self.model_health = ModelHealth()
         """What the last model calls say about the model's endpoint (``model_health.down``)."""
         self._guards = tuple(guards)
+        self._commands = SlashCommands(commands)
         self._hooks = HookChain(hooks, self.metrics)
         self._telemetry = RunTelemetry(
             self.metrics, Tracing(tracer), name, model_name, output_guard=output_guard
@@ -131,6 +135,7 @@ class ServedAgent:
             tool_runner=tool_runner,
             approvals=approvals,
             handoffs=handoffs,
+            commands=self._commands,
         )
 
     @property

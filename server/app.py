@@ -82,6 +82,14 @@ def create_app(
     )
     app[STATE] = ServiceState(metrics=metrics, streams=streams, health=HealthChecks(router))
     app.on_startup.append(_start_streams)
+    _add_routes(app)
+    app.on_shutdown.append(_drain_streams)
+    app.on_cleanup.append(_close)
+    return app
+
+
+def _add_routes(app: web.Application) -> None:
+    """Every endpoint: the native ones, the chat page, and each client family's."""
     routes.add_routes(app)
     app.router.add_get("/api/usage", usage.usage)
     static_files.add_static_routes(app)
@@ -91,9 +99,6 @@ def create_app(
     add_ui_routes(app)
     add_bot_server_routes(app)
     add_memory_routes(app)
-    app.on_shutdown.append(_drain_streams)
-    app.on_cleanup.append(_close)
-    return app
 
 
 def _router(

@@ -120,17 +120,19 @@ async def json_object(
 
 
 def query_object(request: web.Request) -> dict[str, Any] | web.Response:
-    """The query string as a request body (``metadata`` holds JSON); each key at most once."""
+    """The query string as a request body (``metadata`` and ``variables`` hold JSON); each key
+    at most once."""
     query = request.query
     repeated = sorted({key for key in query if len(query.getall(key)) > 1})
     if repeated:
         return json_error(400, f"query parameters given more than once: {', '.join(repeated)}")
     data: dict[str, Any] = dict(query)
-    if "metadata" in data:
-        try:
-            data["metadata"] = json.loads(data["metadata"])
-        except (ValueError, RecursionError):
-            return json_error(400, "metadata: must be a JSON object")
+    for key in ("metadata", "variables"):
+        if key in data:
+            try:
+                data[key] = json.loads(data[key])
+            except (ValueError, RecursionError):
+                return json_error(400, f"{key}: must be a JSON object")
     return data
 
 

@@ -94,6 +94,11 @@ class ChatRequest(BaseModel):
     approvals: list[Approval] | None = Field(
         default=None, description="Decisions on the calls of a run waiting for approval."
     )
+    variables: dict[str, Any] | None = Field(
+        default=None,
+        description="Values for the Mustache templates of the message and the system prompt "
+        "({{name}}); never read as template syntax themselves.",
+    )
 
     @model_validator(mode="after")
     def _has_a_message(self) -> ChatRequest:
@@ -130,6 +135,7 @@ class ChatRequest(BaseModel):
             messages=history,
             client_tools=self.tools,
             approvals=self.approvals,
+            variables=self.variables,
         )
 
 

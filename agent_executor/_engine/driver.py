@@ -29,13 +29,15 @@ from ..approvals import PendingRun
 from ..command import AgentCommand
 from ..context import RunContext, bind_run_context, current_run_context
 from ..errors import ErrorCode, HookRejection, StoreUnavailable
-from ..events import AgentSelectedEvent
+from ..events import AgentSelectedEvent, MessageEvent
 from ..guards import Guard, ToolResultScreen
 from ..hooks import HookChain
 from ..messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..observability import Span, log_context
 from ..results import ErrorInfo
 from ..settings import RunLimits
+from ..slash import SlashCall, SlashCommand, SlashCommands
+from ..templates import TemplateError, render
 from ..tools import FrontendTool, Tool
 from .approvals import Approvals, snapshot
 from .gate import ConcurrencyGate
@@ -83,6 +85,7 @@ class Driver:
 
     __slots__ = (
         "_approvals",
+        "_commands",
         "_conductor",
         "_conversations",
         "_gate",
@@ -112,8 +115,10 @@ class Driver:
         tool_runner: ToolRunner | None = None,
         approvals: Approvals | None = None,
         handoffs: Mapping[str, Driver] | None = None,
+        commands: SlashCommands | None = None,
     ) -> None:
         self._conductor = conductor
+        self._commands = commands
         self._tools: Mapping[str, Tool] = {} if tools is None else tools
         self._handoffs: Mapping[str, Driver] = handoffs or {}
         self._tool_specs = [t.spec() for t in self._tools.values()]
@@ -181,6 +186,10 @@ class Driver:
             run.fail(_internal_error(run, exc))
 
     async def _drive(self, run: RunState) -> None:
+        if run.ctx.command.variables is not None:
+            command = run.ctx.command
+            prompt = _rendered(command.user_prompt, command) or ""
+            run.ctx.command = command.model_copy(update={"user_prompt": prompt})
         await check_guards(run, self._guards, self._telemetry)
         if self._hooks:
             checked = _guarded_text(run.ctx.command)
@@ -191,6 +200,14 @@ class Driver:
             if _guarded_text(run.ctx.command) != checked:
                 await check_guards(run, self._guards, self._telemetry, rewritten=True)
         command = run.ctx.command
+        slash = (
+            None
+            if self._commands is None or command.resumes
+            else self._commands.match(command.user_prompt)
+        )
+        if slash is not None:
+            await self._answer(run, *slash)
+            return
         output = OutputFormat.resolve(command.response_format)
         max_calls = command.max_tool_calls
         if max_calls is None:
@@ -202,6 +219,13 @@ class Driver:
             agent = await self._prepare(run, output, max_calls)
             await self._converse(run, output, max_calls, agent)
 
+    async def _answer(self, run: RunState, slash: SlashCommand, args: str) -> None:
+        """A slash command's answer, as the run's text; the conversation stays as it was."""
+        memory = self._conversations.memory
+        reply = await slash.handler(SlashCall(slash.name, args, run.ctx, memory))
+        run.texts.append(reply)
+        run.emit(MessageEvent(reply))
+
     async def _prepare(self, run: RunState, output: OutputFormat | None, max_calls: int) -> Driver:
         """The run's tools and its conversation so far: prompt, history, the user's message,
         or the paused run it resumes; returns the agent that goes on with it."""
@@ -212,7 +236,8 @@ class Driver:
                 update={"client_tools": paused.client_tools}
             )
         self._offer_tools(run, command)
-        system = _with_format(command.system_prompt or self._settings.system_prompt, output)
+        template = command.system_prompt or self._settings.system_prompt
+        system = _with_format(_rendered(template, command), output)
         run.messages = [SystemMessage(content=system)] if system else []
         history = await self._conversations.load(command)
         if command.messages is not None:
@@ -286,7 +311,7 @@ class Driver:
         messages = run.messages
         if messages and isinstance(messages[0], SystemMessage):
             del messages[0]
-        system = _with_format(self._settings.system_prompt, output)
+        system = _with_format(_rendered(self._settings.system_prompt, run.ctx.command), output)
         if system:
             messages.insert(0, SystemMessage(content=system))
         run.emit(
@@ -323,7 +348,8 @@ class Driver:
             paused = None
             if run.finish_reason in ("waiting_for_approval", "tool_calls"):
                 paused = run.paused or snapshot(run)
-            await self._conversations.save(run, paused)
+            if paused is not None or run.new_messages:  # a slash command leaves it as it was
+                await self._conversations.save(run, paused)
         if self._hooks:
             if run.error is None:
                 await self._hooks.after_agent_complete(run.ctx, run.result())
@@ -392,6 +418,16 @@ def _whole_turns_kept(run: RunState) -> bool:
     return run.finish_reason == "budget" and any(
         isinstance(m, AssistantMessage) for m in run.new_messages
     )
+
+
+def _rendered(template: str | None, command: AgentCommand) -> str | None:
+    """``template`` with the command's variables put in (none: as it is)."""
+    if template is None or command.variables is None:
+        return template
+    try:
+        return render(template, command.variables)
+    except TemplateError as exc:
+        raise RunFailed(ErrorCode.INVALID_INPUT, str(exc)) from None
 
 
 def _with_format(system: str | None, output: OutputFormat | None) -> str | None:

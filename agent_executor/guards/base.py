@@ -121,9 +121,22 @@ class InputValidationGuard:
 
 
 def user_texts(command: AgentCommand) -> list[str]:
-    """What a content guard judges in a command: the prompt and every user message of its
-    explicit history (a client can put an attack in either)."""
-    return [command.user_prompt, *(m.content for m in command.messages or () if m.role == "user")]
+    """What a content guard judges in a command: the prompt, every user message of its
+    explicit history and every text value of its template ``variables`` (a client can put an
+    attack in any of them; a variable may land in the system prompt)."""
+    texts = [command.user_prompt, *(m.content for m in command.messages or () if m.role == "user")]
+    return texts + _strings(command.variables or {})
+
+
+def _strings(value: object) -> list[str]:
+    """The text values of a variable's value, nested lists and objects included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    return []
 
 
 def _invalid(message: str) -> GuardRejection:

@@ -20,6 +20,7 @@ from ..hooks import Hook
 from ..memory import ConversationStore
 from ..serving import ServedAgent, driver_of
 from ..settings import Concurrency, RunLimits, Settings, from_keywords
+from ..slash import SlashCommand
 from ..spend import PriceTable
 from ..tools import Tool, ToolResults
 
@@ -68,6 +69,7 @@ class Orchestrated(ServedAgent):
         tracer: object | bool | None = None,
         tool_results: ToolResults | None = None,
         prices: PriceTable | None = None,
+        commands: Sequence[SlashCommand] = (),
         **deprecated: Any,
     ) -> None:
         settings = Settings(
@@ -86,6 +88,7 @@ class Orchestrated(ServedAgent):
             metrics=metrics,
             tracer=tracer,
             tool_results=tool_results,
+            commands=commands,
         )
         self.prices = prices
         """The prices of the model calls the group or flow makes itself (a flow's model nodes,
