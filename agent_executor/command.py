@@ -31,7 +31,9 @@ class AgentCommand(BaseModel):
     spend, below the executor's own limits (the lower of the two counts; see docs/spend.md).
     ``variables`` are put into ``user_prompt`` and the system prompt (the agent's, or this
     command's), which are Mustache templates then (``{{name}}``; see
-    :mod:`agent_executor.templates`): a value is never read as template syntax.
+    :mod:`agent_executor.templates`): a value is never read as template syntax. ``start``
+    names the node a flow's run starts at, one of its ``entry_points`` (agents and groups
+    ignore it).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -55,6 +57,7 @@ class AgentCommand(BaseModel):
     max_output_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
     variables: dict[str, Any] | None = None
+    start: str | None = Field(default=None, min_length=1)
 
     @property
     def resumes(self) -> bool:

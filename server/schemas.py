@@ -94,6 +94,11 @@ class ChatRequest(BaseModel):
     approvals: list[Approval] | None = Field(
         default=None, description="Decisions on the calls of a run waiting for approval."
     )
+    start: str | None = Field(
+        default=None,
+        min_length=1,
+        description="For a flow: the entry point (node) to start this run at.",
+    )
     variables: dict[str, Any] | None = Field(
         default=None,
         description="Values for the Mustache templates of the message and the system prompt "
@@ -136,6 +141,7 @@ class ChatRequest(BaseModel):
             client_tools=self.tools,
             approvals=self.approvals,
             variables=self.variables,
+            start=self.start,
         )
 
 

@@ -88,8 +88,9 @@ class Flow(Orchestrated):
 
     ``nodes`` (their names must differ), ``edges`` (connections, :class:`Edge`), ``settings``
     (tools given to agent and model nodes, :class:`Setting`), ``start`` (the first node's
-    name), ``max_steps`` (node runs per run; required when the edges make a cycle). The other
-    options are those of every group and flow (see :class:`Orchestrated`).
+    name), ``entry_points`` (other nodes a run may start at, named by the command's
+    ``start``), ``max_steps`` (node runs per run; required when the edges make a cycle). The
+    other options are those of every group and flow (see :class:`Orchestrated`).
     """
 
     def __init__(
@@ -98,6 +99,7 @@ class Flow(Orchestrated):
         edges: Sequence[Edge] = (),
         *,
         start: str,
+        entry_points: Sequence[str] = (),
         settings: Sequence[Setting] = (),
         max_steps: int | None = None,
         name: str = "flow",
@@ -107,6 +109,8 @@ class Flow(Orchestrated):
         self.edges: tuple[Edge, ...] = tuple(edges)
         self.settings: tuple[Setting, ...] = tuple(settings)
         self.start = start
+        self.entry_points: tuple[str, ...] = tuple(dict.fromkeys((start, *entry_points)))
+        """The nodes a run may start at: ``start`` (the default), then the others."""
         self.max_steps = max_steps
         _check_graph(self)
         self._given = _given_tools(self, name)
@@ -174,7 +178,14 @@ class _Steps:
         self._metrics = metrics
 
     async def start(self, run: RunState) -> None:
-        await self._walk(run, self._flow.start, run.ctx.command.user_prompt, 0)
+        flow, asked = self._flow, run.ctx.command.start
+        if asked is not None and asked not in flow.entry_points:
+            raise RunFailed(
+                ErrorCode.INVALID_INPUT,
+                f"flow {flow.name} does not start at {asked!r}; its entry points: "
+                f"{', '.join(flow.entry_points)}",
+            )
+        await self._walk(run, asked or flow.start, run.ctx.command.user_prompt, 0)
 
     async def resume(self, run: RunState, paused: PendingRun) -> None:
         state = _Paused.model_validate(paused.orchestration)
@@ -355,8 +366,9 @@ def _by_name(nodes: Sequence[Node]) -> dict[str, Node]:
 def _check_graph(flow: Flow) -> None:
     """The checks made when a flow is built (:class:`ConfigurationError`, one at a time)."""
     nodes = flow.nodes
-    if flow.start not in nodes:
-        raise ConfigurationError(f"the start node {flow.start!r} is not a node of the flow")
+    for entry in flow.entry_points:
+        if entry not in nodes:
+            raise ConfigurationError(f"the start node {entry!r} is not a node of the flow")
     for edge in flow.edges:
         for end in (edge.source, edge.target):
             if end not in nodes:
@@ -384,6 +396,8 @@ def _check_graph(flow: Flow) -> None:
     if unreached:
         raise ConfigurationError(
             f"nodes not reachable from the start node {flow.start}: {', '.join(unreached)}"
+            if len(flow.entry_points) == 1
+            else f"nodes not reachable from the entry points: {', '.join(unreached)}"
         )
     for name in reached:
         node = nodes[name]
@@ -400,7 +414,7 @@ def _check_graph(flow: Flow) -> None:
 
 
 def _reachable(flow: Flow) -> set[str]:
-    seen, todo = {flow.start}, [flow.start]
+    seen, todo = set(flow.entry_points), list(flow.entry_points)
     while todo:
         for edge in flow.outgoing(todo.pop()):
             if edge.target not in seen:
@@ -429,4 +443,8 @@ def _cycle(flow: Flow) -> list[str] | None:
         done.add(name)
         return None
 
-    return visit(flow.start)
+    for entry in flow.entry_points:
+        found = visit(entry)
+        if found:
+            return found
+    return None

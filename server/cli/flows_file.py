@@ -124,6 +124,7 @@ class FlowSpec(BaseModel):
 
     description: str = ""
     start: _NonEmpty
+    entry_points: list[_NonEmpty] = []
     max_steps: int | None = Field(default=None, ge=1)
     nodes: dict[str, NodeSpec] = Field(min_length=1)
     edges: list[EdgeSpec] = []
@@ -207,6 +208,7 @@ def build_flows(
                 nodes,
                 [Edge(e.source, e.target, when=e.when, default=e.default) for e in spec.edges],
                 start=spec.start,
+                entry_points=spec.entry_points,
                 settings=[Setting(s.node, s.tool) for s in spec.settings],
                 max_steps=spec.max_steps,
                 **options(name, spec.description),
