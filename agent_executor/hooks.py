@@ -84,8 +84,15 @@ class Hook:
         """
         return None
 
-    async def after_agent_complete(self, ctx: RunContext, result: AgentResult) -> None:
-        """After a run has succeeded."""
+    async def after_agent_complete(
+        self, ctx: RunContext, result: AgentResult
+    ) -> AgentResult | None:
+        """After a run has succeeded, before its conversation is saved. Return a new result to
+        replace it: its ``content`` is the answer memory keeps (the last assistant message)
+        and ``execute()`` returns, its ``output`` what ``done`` reports; the text a stream
+        already carried is not taken back. Should saving then fail, ``on_agent_failed``
+        follows."""
+        return None
 
     async def on_agent_failed(self, ctx: RunContext, error: ErrorInfo) -> None:
         """After a run has failed or was cancelled (``error.code`` says which)."""
@@ -137,12 +144,13 @@ class HookChain:
                 record = await hook.after_tool_call(ctx, call, record) or record
         return record
 
-    async def after_agent_complete(self, ctx: RunContext, result: AgentResult) -> None:
+    async def after_agent_complete(self, ctx: RunContext, result: AgentResult) -> AgentResult:
         for hook in self._hooks:
             try:
-                await hook.after_agent_complete(ctx, result)
+                result = await hook.after_agent_complete(ctx, result) or result
             except Exception:
                 logger.exception("hook %s failed in after_agent_complete", hook.name)
+        return result
 
     async def on_agent_failed(self, ctx: RunContext, error: ErrorInfo) -> None:
         for hook in self._hooks:

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from agent_executor import (
     AgentCommand,
     AgentExecutor,
+    AgentResult,
     Hook,
     MessageEvent,
     ModelResponse,
@@ -83,3 +84,26 @@ async def test_the_final_answers_replacement_is_the_results_content() -> None:
     result = await agent.execute(AgentCommand(user_prompt="check"))
 
     assert result.content == "Let me check. Thank you.\n\nAll good. Thank you."
+
+
+class Signed(Hook):
+    """Signs the answer, as a rewriting after-run hook did in the system this one replaces."""
+
+    async def after_agent_complete(self, ctx: RunContext, result: AgentResult) -> AgentResult:
+        return result.model_copy(update={"content": result.content + "\n-- The desk"})
+
+
+async def test_a_replaced_result_is_what_execute_returns_and_memory_keeps() -> None:
+    agent = AgentExecutor(
+        model=ScriptedModel(["Done.", "Again."]), hooks=[Signed()], metrics=CollectorRegistry()
+    )
+    result = await agent.execute(AgentCommand(user_prompt="go", session_id="s"))
+    assert result.content == "Done.\n-- The desk"
+    history = await agent.memory.load(None, "s")
+    assert [(m.role, m.content) for m in history] == [
+        ("user", "go"),
+        ("assistant", "Done.\n-- The desk"),
+    ]
+    events = [e async for e in agent.execute_stream(AgentCommand(user_prompt="more"))]
+    streamed = "".join(e.text for e in events if isinstance(e, MessageEvent))
+    assert streamed == "Again."  # what a stream already carried is not taken back

@@ -344,17 +344,19 @@ class Driver:
         """Close the run: pending tools, memory, hooks, telemetry, then the closing events."""
         if self._tool_runner is not None:
             self._tool_runner.close_pending(run)
+        if self._hooks and run.error is None:  # a replaced result is what memory keeps
+            result = run.result()
+            replaced = await self._hooks.after_agent_complete(run.ctx, result)
+            if replaced is not result:
+                run.replace_result(replaced)
         if run.error is None or _whole_turns_kept(run):
             paused = None
             if run.finish_reason in ("waiting_for_approval", "tool_calls"):
                 paused = run.paused or snapshot(run)
             if paused is not None or run.new_messages:  # a slash command leaves it as it was
                 await self._conversations.save(run, paused)
-        if self._hooks:
-            if run.error is None:
-                await self._hooks.after_agent_complete(run.ctx, run.result())
-            else:
-                await self._hooks.on_agent_failed(run.ctx, run.error)
+        if self._hooks and run.error is not None:
+            await self._hooks.on_agent_failed(run.ctx, run.error)
         self._telemetry.run_finished(span, run)
         if run.error is not None:
             run.emit(error_event(run.error))

@@ -18,7 +18,7 @@ from ..command import AgentCommand
 from ..context import RunContext
 from ..errors import ErrorCode, ModelError
 from ..events import AgentEvent, DoneEvent, ErrorEvent
-from ..messages import Message, ToolCall, Usage
+from ..messages import AssistantMessage, Message, ToolCall, Usage
 from ..results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
 from ..settings import RunLimits
 from ..tools import Tool
@@ -258,6 +258,20 @@ class RunState:
         """Append a message to the conversation and to what the run will save."""
         self.messages.append(message)
         self.new_messages.append(message)
+
+    def replace_result(self, result: AgentResult) -> None:
+        """An ``after_agent_complete`` hook's result in place of the run's: its content is
+        the run's text and the last assistant message's (what memory keeps), its output the
+        run's output."""
+        if result.content != "".join(self.texts):
+            self.texts[:] = [result.content] if result.content else []
+            for index in range(len(self.new_messages) - 1, -1, -1):
+                message = self.new_messages[index]
+                if isinstance(message, AssistantMessage):
+                    changed = message.model_copy(update={"content": result.content})
+                    self.new_messages[index] = changed
+                    break
+        self.output = result.output
 
     def add_usage(self, usage: Usage | None) -> None:
         if usage is not None:
