@@ -18,9 +18,11 @@ each carrying one of the :class:`ErrorCode` values below.
 
 from __future__ import annotations
 
+import errno
 from enum import Enum
 
 __all__ = [
+    "OUT_OF_DESCRIPTORS",
     "AgentExecutorError",
     "ConfigurationError",
     "ErrorCode",
@@ -37,6 +39,7 @@ __all__ = [
     "ScriptExhaustedError",
     "StoreUnavailable",
     "UnsupportedRequestError",
+    "out_of_descriptors",
     "retryable_status",
 ]
 
@@ -188,3 +191,21 @@ class MCPToolError(AgentExecutorError):
 class StoreUnavailable(AgentExecutorError):
     """A shared store (Redis) could not be reached or failed; the run fails with
     ``unavailable`` and this message (which names no host), and the next request tries again."""
+
+
+OUT_OF_DESCRIPTORS = "the service has too many open connections: try again shortly"
+"""What a run is told when the process ran out of file descriptors (``overloaded``)."""
+
+
+def out_of_descriptors(error: BaseException) -> bool:
+    """Whether ``error``, or what caused it, is the process (``EMFILE``) or the system
+    (``ENFILE``) running out of file descriptors: too many connections at once, which waiting
+    cures, not a fault of the run."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError) and current.errno in (errno.EMFILE, errno.ENFILE):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import HookRejection
+from .errors import HookRejection, out_of_descriptors
 
 if TYPE_CHECKING:
     from .command import AgentCommand
@@ -172,8 +172,8 @@ class _Guarded:
         return None
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is None or not isinstance(exc, Exception):
-            return
+        if exc is None or not isinstance(exc, Exception) or out_of_descriptors(exc):
+            return  # no descriptor left is the process's state, not the hook's refusal
         self._metrics.hook_rejections.labels(self._point).inc()
         if isinstance(exc, HookRejection):
             logger.info("hook %s rejected %s: %s", self._hook.name, self._point, exc.reason)

@@ -33,7 +33,7 @@ from agent_executor.errors import MissingExtraError
 from .dialects import Encoder
 from .dialects.registry import register
 from .errors import json_error, run_error
-from .request import Caller, json_object, shutdown_refusal
+from .request import Caller, admission_refusal, json_object
 from .state import AGENTS, STATE
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ async def run_agent(request: web.Request) -> web.StreamResponse:
     if isinstance(picked, web.Response):
         return picked
     executor, selection, command = picked
-    refusal = shutdown_refusal(request, json_error)
+    refusal = admission_refusal(request, json_error)
     if refusal is not None:
         return refusal
     events = caller.stream(executor, command)

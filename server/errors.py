@@ -109,10 +109,12 @@ def status_for(error: ErrorInfo | ErrorEvent | None) -> int:
     return STATUS_BY_CODE.get(error.code, 500)
 
 
-def json_error(status: int, message: str, **headers: str) -> web.Response:
-    """An error the service answers itself: its code follows from ``status``
+def json_error(
+    status: int, message: str, *, code: str | None = None, **headers: str
+) -> web.Response:
+    """An error the service answers itself: its ``code``, else the one of ``status``
     (:data:`CODE_BY_STATUS`)."""
-    return error_response(status, code_for(status), message, headers=headers)
+    return error_response(status, code or code_for(status), message, headers=headers)
 
 
 def code_for(status: int) -> str:
@@ -201,7 +203,9 @@ BOT_SERVER_PREFIX = "/compat/bot-server/"
 """Where the Bot Server's API is served, in its own error shape."""
 
 
-def bot_server_error(status: int, message: str, **headers: str) -> web.Response:
+def bot_server_error(
+    status: int, message: str, *, code: str | None = None, **headers: str
+) -> web.Response:
     """The Bot Server's error body, ``{"error": "<text>"}``, with ``status`` (``Retry-After``
     on 429 and 503, as elsewhere)."""
     if status in (429, 503) and "Retry-After" not in headers:
@@ -209,11 +213,13 @@ def bot_server_error(status: int, message: str, **headers: str) -> web.Response:
     return web.json_response({"error": message}, status=status, headers=headers or None)
 
 
-def error_for(request: web.Request, status: int, message: str, **headers: str) -> web.Response:
+def error_for(
+    request: web.Request, status: int, message: str, *, code: str | None = None, **headers: str
+) -> web.Response:
     """The error shape the caller expects: OpenAI's under ``/v1/``, the Bot Server's under
     its prefix, the service's else."""
     if request.path.startswith("/v1/"):
-        return openai_error(status, message, **headers)
+        return openai_error(status, message, code=code, **headers)
     if request.path.startswith(BOT_SERVER_PREFIX):
         return bot_server_error(status, message, **headers)
-    return json_error(status, message, **headers)
+    return json_error(status, message, code=code, **headers)

@@ -16,6 +16,7 @@ from aiohttp import web
 from .errors import error_for, stamp_request_id
 from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings
+from .state import STATE
 
 __all__ = ["Handler", "Middleware", "auth_middleware", "cors_middleware", "request_middleware"]
 
@@ -35,6 +36,8 @@ async def request_middleware(request: web.Request, handler: Handler) -> web.Stre
         incoming if 0 < len(incoming) <= 128 and incoming.isprintable() else (uuid.uuid4().hex)
     )
     request[REQUEST_ID] = request_id
+    state = request.app[STATE]
+    state.requests_in_flight += 1
     try:
         response = await handler(request)
     except web.HTTPException as exc:
@@ -46,6 +49,8 @@ async def request_middleware(request: web.Request, handler: Handler) -> web.Stre
     except Exception:
         logger.exception("unhandled error (request id %s)", request_id)
         response = error_for(request, 500, f"internal error (request id {request_id})")
+    finally:
+        state.requests_in_flight -= 1
     if not response.prepared:
         response.headers["X-Request-Id"] = request_id
         stamp_request_id(response, request_id)

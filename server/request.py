@@ -18,7 +18,7 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import BaseModel, ValidationError
 
-from agent_executor import AgentCommand, AgentResult, EventStream, ServedAgent
+from agent_executor import AgentCommand, AgentResult, ErrorCode, EventStream, ServedAgent
 
 from .errors import RETRY_AFTER_SECONDS, json_error
 from .schemas import describe_validation_error
@@ -27,9 +27,9 @@ from .state import AUTH_USER, REQUEST_ID, STATE, TRUSTED_PROXIES
 __all__ = [
     "Caller",
     "ErrorFactory",
+    "admission_refusal",
     "json_object",
     "query_object",
-    "shutdown_refusal",
     "validated",
 ]
 
@@ -38,9 +38,12 @@ _Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 
 
 class ErrorFactory(Protocol):
-    """Makes an endpoint's error response: ``json_error`` or ``openai_error``."""
+    """Makes an endpoint's error response: ``json_error``, ``openai_error`` or
+    ``bot_server_error``; ``code`` names the error where the status alone does not."""
 
-    def __call__(self, status: int, message: str, **headers: str) -> web.Response: ...
+    def __call__(
+        self, status: int, message: str, *, code: str | None = None, **headers: str
+    ) -> web.Response: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,18 +90,26 @@ class Caller:
         )
 
 
-def shutdown_refusal(request: web.Request, error: ErrorFactory) -> web.Response | None:
-    """A 503 ``unavailable`` with ``Retry-After`` once the app is shutting down (from the
-    signal on, through the grace period): no new run starts then. Every endpoint that would
-    start one asks, after checking the request and before starting anything. The connection
-    is closed after the answer, so a client's next request opens a new one (which a load
-    balancer sends to another replica)."""
-    if not request.app[STATE].streams.shutting_down:
-        return None
+def admission_refusal(request: web.Request, error: ErrorFactory) -> web.Response | None:
+    """A 503 with ``Retry-After`` for a run the service must not start now, made by ``error``
+    (every endpoint that would start one asks, after checking the request and before starting
+    anything): ``unavailable`` once the app is shutting down (from the signal on, through the
+    grace period; the connection is closed after the answer, so a client's next request opens
+    a new one, which a load balancer sends to another replica), ``overloaded`` when one more
+    stream would not leave the process descriptors enough (:mod:`.descriptors`; counted in
+    ``agent_executor_sse_streams_refused_total``)."""
+    state = request.app[STATE]
     retry = {"Retry-After": str(RETRY_AFTER_SECONDS)}
-    response = error(503, "the server is shutting down", **retry)
-    response.force_close()
-    return response
+    if state.streams.shutting_down:
+        response = error(503, "the server is shutting down", **retry)
+        response.force_close()
+        return response
+    in_use = state.requests_in_flight + len(state.streams.runs)
+    if not state.descriptors.admits(in_use):
+        state.metrics.sse_refused.labels("descriptors").inc()
+        message = "the service has too many open streams: try again shortly"
+        return error(503, message, code=ErrorCode.OVERLOADED.value, **retry)
+    return None
 
 
 async def json_object(

@@ -27,7 +27,7 @@ from .dialects.typed import EventMode, TypedEncoder
 from .errors import RETRY_AFTER_SECONDS, error_of, json_error, run_error
 from .health import CheckState
 from .openapi import openapi_document
-from .request import Caller, json_object, query_object, shutdown_refusal, validated
+from .request import Caller, admission_refusal, json_object, query_object, validated
 from .runs import LiveRun, RemoteRun
 from .schemas import (
     ChatRequest,
@@ -80,7 +80,7 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
             request, parsed, "json" if request.query.get("events") == "json" else "text"
         )
     chat_request, executor, command, selection = parsed
-    refusal = shutdown_refusal(request, json_error)
+    refusal = admission_refusal(request, json_error)
     if refusal is not None:
         return _readable(request, refusal, chat_request.events)
     mode = chat_request.events
@@ -179,7 +179,7 @@ async def chat(request: web.Request) -> web.Response:
     if isinstance(parsed, web.Response):
         return parsed
     _, executor, command, _ = parsed
-    refusal = shutdown_refusal(request, json_error)
+    refusal = admission_refusal(request, json_error)
     if refusal is not None:
         return refusal
     result = await caller.run(executor, command)

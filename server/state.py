@@ -12,6 +12,7 @@ from aiohttp import web
 from agent_executor import AgentRouter
 from agent_executor.observability import Metrics
 
+from .descriptors import DescriptorBudget
 from .health import HealthChecks
 from .keys import AUTH_USER, REQUEST_ID
 from .settings import Settings
@@ -40,6 +41,10 @@ class ServiceState:
     streams: Streams
     health: HealthChecks
     started_monotonic: float = field(default_factory=time.monotonic)
+    descriptors: DescriptorBudget = field(default_factory=DescriptorBudget.current)
+    """How many streams the process's descriptor limit leaves room for."""
+    requests_in_flight: int = 0
+    """Requests being answered now (each holds its client's connection)."""
 
 
 TRUSTED_PROXIES = web.AppKey(

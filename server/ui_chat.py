@@ -50,7 +50,7 @@ from agent_executor.memory import CompactableStore, ConversationStore
 
 from .dialects.ui_message import DIALECT, Resumed, UIMessageStream
 from .errors import json_error, run_error
-from .request import Caller, json_object, shutdown_refusal, validated
+from .request import Caller, admission_refusal, json_object, validated
 from .state import AGENTS, STATE
 
 __all__ = [
@@ -272,7 +272,7 @@ async def ui_chat(request: web.Request) -> web.StreamResponse:
     if isinstance(picked, web.Response):
         return picked
     executor, selection = picked
-    refusal = shutdown_refusal(request, json_error)
+    refusal = admission_refusal(request, json_error)
     if refusal is not None:
         return refusal
     try:

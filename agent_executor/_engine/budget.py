@@ -157,6 +157,7 @@ class CallSpend:
         self._model = model
         self._prices = prices
         self._metrics = metrics
+        prices.preload()  # now, at construction: a run never reads the cost map's file
 
     @property
     def price(self) -> Price | None:

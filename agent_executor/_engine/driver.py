@@ -28,7 +28,7 @@ import anyio
 from ..approvals import PendingRun
 from ..command import AgentCommand
 from ..context import RunContext, bind_run_context, current_run_context
-from ..errors import ErrorCode, HookRejection, StoreUnavailable
+from ..errors import ErrorCode, HookRejection, StoreUnavailable, out_of_descriptors
 from ..events import AgentSelectedEvent, MessageEvent
 from ..guards import Guard, ToolResultScreen
 from ..hooks import HookChain
@@ -55,6 +55,7 @@ from .state import (
     drop,
     error_detail,
     error_event,
+    overloaded,
 )
 from .telemetry import RunTelemetry
 from .tool_calls import ToolRunner
@@ -182,6 +183,10 @@ class Driver:
             logger.warning("run failed: %s", exc)
             run.fail(ErrorInfo(code=ErrorCode.UNAVAILABLE.value, message=str(exc)))
         except Exception as exc:
+            if out_of_descriptors(exc):  # too many connections at once: wait, not a fault
+                logger.warning("run refused, out of file descriptors: %s", exc)
+                run.fail(overloaded())
+                return
             logger.exception("run failed unexpectedly")
             run.fail(_internal_error(run, exc))
 

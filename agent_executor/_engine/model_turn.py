@@ -29,12 +29,14 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import (
+    OUT_OF_DESCRIPTORS,
     ErrorCode,
     HookRejection,
     ModelError,
     PlanRefused,
     ScriptExhaustedError,
     UnsupportedRequestError,
+    out_of_descriptors,
 )
 from ..guards import OutputBlocked, OutputGuard
 from ..hooks import HookChain
@@ -176,6 +178,9 @@ class ModelTurns:
                 telemetry.model_failed(span, ErrorCode.HOOK_REJECTED, exc.reason)
                 raise RunFailed(ErrorCode.HOOK_REJECTED, exc.reason) from None
             except ModelError as exc:
+                if out_of_descriptors(exc):  # no socket for the call: the process is full
+                    telemetry.model_failed(span, ErrorCode.OVERLOADED, exc.message)
+                    raise RunFailed(ErrorCode.OVERLOADED, OUT_OF_DESCRIPTORS, 1.0) from None
                 self._health.failed(exc)
                 telemetry.model_failed(span, ErrorCode.LLM_ERROR, exc.message)
                 raise RunFailed(

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..approvals import PendingRun
 from ..command import AgentCommand
 from ..context import RunContext
-from ..errors import ErrorCode, ModelError
+from ..errors import OUT_OF_DESCRIPTORS, ErrorCode, ModelError
 from ..events import AgentEvent, DoneEvent, ErrorEvent
 from ..messages import AssistantMessage, Message, ToolCall, Usage
 from ..results import AgentResult, ErrorInfo, FinishReason, PendingApproval, ToolCallRecord
@@ -37,6 +37,7 @@ __all__ = [
     "ToolBudget",
     "error_detail",
     "error_event",
+    "overloaded",
 ]
 
 Mode = Literal["stream", "execute"]
@@ -98,6 +99,12 @@ class RunFailed(Exception):
         self.info = ErrorInfo(
             code=code.value, message=message, retry_after=retry_after, detail=detail
         )
+
+
+def overloaded() -> ErrorInfo:
+    """The error of a run the process had no file descriptor for: ``overloaded``, worth a
+    retry in a second."""
+    return ErrorInfo(code=ErrorCode.OVERLOADED.value, message=OUT_OF_DESCRIPTORS, retry_after=1.0)
 
 
 def error_event(error: ErrorInfo) -> ErrorEvent:

@@ -251,6 +251,13 @@ class Metrics:
         self.sse_disconnects = Counter(
             f"{_PREFIX}sse_disconnects_total", "SSE clients that went away before done.", registry=r
         )
+        self.sse_refused = Counter(
+            f"{_PREFIX}sse_streams_refused_total",
+            "Streams refused before they started (503 overloaded), by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.sse_refused.labels("descriptors")
         build_info = Gauge(
             f"{_PREFIX}build_info",
             "Version information (value 1).",

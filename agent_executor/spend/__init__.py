@@ -10,7 +10,7 @@ from .budget import (
     parse_budget,
 )
 from .limits import RunLimits
-from .prices import Price, PriceTable, default_prices
+from .prices import Price, PriceTable, default_prices, load_cost_map
 
 __all__ = [
     "BudgetLimit",
@@ -22,5 +22,6 @@ __all__ = [
     "RunLimits",
     "UserBudget",
     "default_prices",
+    "load_cost_map",
     "parse_budget",
 ]

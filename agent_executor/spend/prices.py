@@ -4,9 +4,12 @@ Default prices come from the model cost map litellm ships with (the file
 ``model_prices_and_context_window_backup.json`` in its package, which is what
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` makes litellm itself read). The file is read, never
 imported through litellm: ``importlib.util.find_spec`` finds the package's folder without
-running it, and the 4,000-entry file is parsed on the first price asked for (about 20 ms),
-not at start-up. A table of your own (``PriceTable.from_file``, ``--prices PRICES.json``)
-comes first, for self-hosted and fine-tuned models and negotiated prices.
+running it, and the 4,000-entry file (about 20 ms to parse) is read once, when the first
+executor that prices with it is built (:func:`load_cost_map`): never by a run, so a run never
+touches the disk for a price (at ten thousand open streams a file could not even be opened).
+A map that cannot be read is a warning at that moment, and its prices are unknown. A table of
+your own (``PriceTable.from_file``, ``--prices PRICES.json``) comes first, for self-hosted and
+fine-tuned models and negotiated prices.
 
 A model with no price has an unknown cost (``None``), never a guess; that is logged once per
 model name.
@@ -28,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ConfigurationError
 from ..messages import Usage
 
-__all__ = ["Price", "PriceTable", "default_prices"]
+__all__ = ["Price", "PriceTable", "default_prices", "load_cost_map"]
 
 logger = logging.getLogger("agent_executor.spend")
 
@@ -114,6 +117,12 @@ class PriceTable:
             prices[model] = Price(parsed.input, parsed.output, parsed.cached_input)
         return cls(prices, defaults=defaults)
 
+    def preload(self) -> None:
+        """Read litellm's cost map now if this table uses it (an executor's construction
+        calls this: no run reads a file for a price)."""
+        if self._defaults:
+            load_cost_map()
+
     @property
     def models(self) -> tuple[str, ...]:
         """The models with a price of your own (not litellm's), in the order given."""
@@ -175,6 +184,11 @@ def _from_cost_map(model: str) -> Price | None:
     return Price(input_cost, output_cost, None if cached is None else float(cached) * _MILLION)
 
 
+def load_cost_map() -> None:
+    """Read litellm's cost map now, if not yet: at start-up, so that no run reads a file."""
+    _load_cost_map()
+
+
 def _load_cost_map() -> dict[str, Any]:
     global _cost_map
     if _cost_map is not None:
@@ -191,7 +205,11 @@ def _read_cost_map() -> dict[str, Any]:
     for folder in folders:
         path = Path(folder) / _COST_MAP
         if path.is_file():
-            data = orjson.loads(path.read_bytes())
+            try:
+                data = orjson.loads(path.read_bytes())
+            except (OSError, orjson.JSONDecodeError) as exc:
+                logger.warning("litellm's cost map could not be read (%s): costs unknown", exc)
+                return {}
             return data if isinstance(data, dict) else {}
     logger.warning("litellm's model cost map was not found: only --prices gives costs")
     return {}

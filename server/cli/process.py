@@ -20,6 +20,7 @@ from agent_executor.errors import MissingExtraError
 from agent_executor.observability import JsonLogFormatter
 
 from ..app import begin_shutdown
+from ..descriptors import DescriptorBudget, raise_descriptor_limit
 from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
@@ -46,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = ServeConfig.from_args(args, os.environ)
         _configure_logging(config.log_format, config.log_level)
         config.settings()  # bad settings are refused before any MCP server starts
+        limit = raise_descriptor_limit()
+        if limit is not None:
+            streams = DescriptorBudget(limit).max_streams
+            logger.info("open-file limit %d: room for %s streams at once", limit, streams)
         run = _stdio_runner() if args.command == "mcp" else _serve
         service: Service | Awaitable[Service]
         if config.mcp_config:

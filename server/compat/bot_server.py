@@ -52,7 +52,7 @@ from agent_executor import (
 from ..dialects.base import Encoder
 from ..dialects.bot_server import BotServerSteps, BotServerText
 from ..errors import BOT_SERVER_PREFIX, bot_server_error, retry_after_seconds, status_for
-from ..request import Caller, shutdown_refusal
+from ..request import Caller, admission_refusal
 from ..schemas import describe_validation_error
 from ..state import AGENTS, STATE
 
@@ -146,7 +146,7 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
     if isinstance(picked, web.Response):
         return picked
     executor, selection = picked
-    refusal = shutdown_refusal(request, bot_server_error)
+    refusal = admission_refusal(request, bot_server_error)
     if refusal is not None:
         return refusal
     encoder: Encoder = BotServerSteps() if body.react_verbose else BotServerText()

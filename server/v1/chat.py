@@ -36,7 +36,7 @@ from agent_executor import (
 
 from ..dialects.framing import HEARTBEAT
 from ..errors import STATUS_BY_CODE, openai_error
-from ..request import Caller, json_object, shutdown_refusal, validated
+from ..request import Caller, admission_refusal, json_object, validated
 from ..state import STATE
 from .common import agent_for, refusal, run_error, usage_object
 from .conversation import Request, WireError, client_tools, tool_choice
@@ -162,7 +162,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         command = _request(body, caller, executor.tools).command(executor.tools)
     except WireError as exc:
         return refusal(exc)
-    refused = shutdown_refusal(request, openai_error)
+    refused = admission_refusal(request, openai_error)
     if refused is not None:
         return refused
     if not body.stream:

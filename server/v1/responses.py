@@ -44,7 +44,7 @@ from agent_executor import (
 from ..dialects import EventTable
 from ..dialects.framing import HEARTBEAT
 from ..errors import openai_error
-from ..request import Caller, json_object, shutdown_refusal, validated
+from ..request import Caller, admission_refusal, json_object, validated
 from ..state import STATE
 from .common import agent_for, refusal, run_error
 from .conversation import Request, WireError, client_tools, tool_choice
@@ -133,7 +133,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         return refusal(exc)
     except StoreUnavailable as exc:
         return openai_error(503, str(exc), code="unavailable", **{"Retry-After": "5"})
-    refused = shutdown_refusal(request, openai_error)
+    refused = admission_refusal(request, openai_error)
     if refused is not None:
         return refused
     response = _Response(body, uuid.uuid4().hex)

@@ -1,0 +1,93 @@
+"""The service's descriptor budget: a service whose open-file limit is small refuses the streams
+it has no room for with 503 ``overloaded`` and ``Retry-After`` before they start, serves every
+stream it admits to its end, answers no request ``internal_error`` and logs no traceback; the
+budget counts its refusals. (One process at 11,000 streams is the same rule at a limit of
+20,000; this test keeps it small: a limit of 200 and 100 streams.)"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import anyio
+import httpx
+import pytest
+
+from server.descriptors import PER_STREAM, DescriptorBudget
+
+from .fakes.tool_model import ThreadedModelServer, served_tool_model
+from .server_helpers import ROOT, _wait_healthy, free_port, stop
+
+LIMIT = 200
+STREAMS = 100
+
+
+def test_the_budget_keeps_a_reserve() -> None:
+    assert DescriptorBudget(None).admits(10**9)
+    budget = DescriptorBudget(LIMIT)
+    assert budget.reserve == 64 and budget.max_streams == (LIMIT - 64) // PER_STREAM
+    assert budget.admits(LIMIT - 64 - PER_STREAM) and not budget.admits(LIMIT - 64 - 1)
+    assert DescriptorBudget(20_000).max_streams == 9_500
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ThreadedModelServer]:
+    with served_tool_model() as served:
+        yield served
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
+
+
+async def test_a_full_process_refuses_streams_with_503_and_serves_the_rest(
+    model: ThreadedModelServer,
+) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "server", "--port", str(port),
+            "--model", "openai/test-model", "--api-base", model.base_url, "--api-key", "sk-test",
+            "--tools", "tests/interop/slow_tools.py", "--max-concurrency", "400",
+        ],
+        cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, preexec_fn=_limited,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    outcomes: list[tuple[int, str]] = []
+
+    async def one(client: httpx.AsyncClient, number: int) -> None:
+        body = {"message": f'slow_lookup({{"order_id": "{number}"}})'}
+        async with client.stream("POST", f"{base}/api/chat/stream", json=body) as response:
+            text = (await response.aread()).decode()
+            outcomes.append((response.status_code, text))
+
+    try:
+        _wait_healthy(process, base)
+        limits = httpx.Limits(max_connections=STREAMS + 10)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+            async with anyio.create_task_group() as tg:
+                for number in range(STREAMS):
+                    tg.start_soon(one, client, number)
+            metrics = (await client.get(f"{base}/metrics")).text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            log, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            stop(process)
+            raise
+
+    served = [text for status, text in outcomes if status == 200]
+    refused = [text for status, text in outcomes if status == 503]
+    assert len(served) + len(refused) == STREAMS, [s for s, _ in outcomes]
+    assert refused, "the budget should have refused some streams"
+    assert all('"code": "overloaded"' in text for text in refused), refused[:1]
+    assert all("event: done" in text and "internal_error" not in text for text in served)
+    assert "Traceback" not in log, log[-2000:]
+    counted = [line for line in metrics.splitlines() if "sse_streams_refused_total{" in line]
+    assert counted and float(counted[0].rsplit(" ", 1)[1]) == len(refused)
