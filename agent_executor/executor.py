@@ -12,7 +12,7 @@ run state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._engine import Approvals, Driver, ModelTurns, ReactLoop, ToolRunner
 from ._engine.compaction import Compactor
@@ -23,6 +23,7 @@ from .guards import Guard, OutputGuard, screens_among
 from .hooks import Hook
 from .memory import ConversationStore, HistoryCompressor
 from .models import ChatModel, PooledModel, check_credentials, resolve_model
+from .models.litellm import model_window
 from .models.prompt_tools import ToolMode, with_tool_mode
 from .serving import ServedAgent, driver_of
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits, from_keywords
@@ -144,9 +145,11 @@ class AgentExecutor(ServedAgent):
             self._compactor_of(self._settings.model_policy.context_window),
         )
 
-    def _compactor_of(self, window: int | None) -> Compactor | None:
-        """What keeps a run's requests within the model's ``window``: summaries by the
-        history compressor's model, else by the agent's own."""
+    def _compactor_of(self, window: int | Literal["auto"] | None) -> Compactor | None:
+        """What keeps a run's requests within the model's ``window`` (``"auto"``: litellm's
+        data for the model): summaries by the history compressor's model, else the agent's."""
+        if window == "auto":
+            window = model_window(self.model.name)
         if window is None:
             return None
         summariser = self._compressor or HistoryCompressor(

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._deprecations import REMOVED_IN
 
@@ -42,8 +42,10 @@ class ModelPolicy(BaseModel):
     ``retries`` times, waiting ``backoff`` seconds doubled each time (at most ``max_backoff``;
     a provider's ``Retry-After`` wins). ``first_token_timeout`` bounds the wait for the first
     chunk of a stream, ``idle_timeout`` the silence between two chunks. ``context_window`` (in
-    tokens) makes a run keep each request within it: the older turns of a long tool loop are
-    summarised before the call that would not fit (``None``: no compaction inside a run).
+    tokens, at least 256) makes a run keep each request within it: the older turns of a long
+    tool loop are summarised before the call that would not fit (``None``: no compaction inside
+    a run; ``"auto"``: the model's window from litellm's model data, read when the agent is
+    built).
     """
 
     model_config = _FROZEN
@@ -53,7 +55,14 @@ class ModelPolicy(BaseModel):
     max_backoff: float = Field(8.0, ge=0)
     first_token_timeout: float | None = Field(60.0, gt=0)
     idle_timeout: float | None = Field(60.0, gt=0)
-    context_window: int | None = Field(None, ge=256)
+    context_window: int | Literal["auto"] | None = None
+
+    @field_validator("context_window")
+    @classmethod
+    def _a_window(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 256:
+            raise ValueError("context_window must be at least 256 tokens, or 'auto'")
+        return value
 
 
 class ToolLimits(BaseModel):

@@ -148,3 +148,24 @@ def test_the_typed_stream_carries_compacted_in_json_mode_only() -> None:
         "tokens_after": 1587,
     }
     assert encode_data(event, "text") is None
+
+
+def test_the_window_may_come_from_litellms_model_data() -> None:
+    import pytest
+
+    from agent_executor import ConfigurationError, ScriptedModel
+
+    known = AgentExecutor(
+        model=ScriptedModel(["x"], name="openai/gpt-4o-mini"),
+        model_policy=ModelPolicy(context_window="auto"),
+        metrics=CollectorRegistry(),
+    )
+    assert known.model_policy.context_window == "auto"
+    with pytest.raises(ConfigurationError, match="no context window for 'ollama/my-local-model'"):
+        AgentExecutor(
+            model=ScriptedModel(["x"], name="ollama/my-local-model"),
+            model_policy=ModelPolicy(context_window="auto"),
+            metrics=CollectorRegistry(),
+        )
+    with pytest.raises(ValueError, match="at least 256"):
+        ModelPolicy(context_window=100)

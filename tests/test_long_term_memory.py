@@ -172,3 +172,32 @@ def test_the_flag_gives_every_agent_the_tools_and_the_hook() -> None:
     )
     with pytest.raises(CliError, match="postgresql:// DSN"):
         build_service(wrong)
+
+
+async def test_postgres_recalls_by_words_and_by_vector(postgres: PostgresServer) -> None:
+    import psycopg
+
+    from agent_executor.retrieval import OpenAIEmbeddings
+
+    from .fakes.openai_server import FakeOpenAIServer
+
+    async with FakeOpenAIServer() as server:
+        embeddings = OpenAIEmbeddings("text-embedding-3-small", api_base=server.base_url)
+        async with PostgresMemoryStore(
+            postgres.dsn, table="facts_vectors", embeddings=embeddings
+        ) as store:
+            await store.forget("ann")
+            await store.remember("ann", FACT)
+            await store.remember("ann", "Ann lives in Oslo near the harbour")
+            await store.remember("bob", "Bob measures everything in inches")
+            found = await store.recall("ann", "measurement units", limit=1)
+            assert [fact.text for fact in found] == [FACT]
+            assert await store.recall("bob", "Oslo harbour") == []  # ann's fact is not bob's
+        await embeddings.aclose()
+        embedded = len(server.embedding_requests)
+    assert embedded == 5  # three facts and two queries, each embedded once
+    with psycopg.connect(postgres.dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM facts_vectors WHERE embedding IS NOT NULL"
+        ).fetchone()
+    assert row is not None and row[0] == 3

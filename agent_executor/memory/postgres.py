@@ -4,7 +4,11 @@ found by full-text search.
 Each fact is a row (user, id, text, time) with a stored generated ``tsvector`` under a GIN
 index; a recall matches the facts of that user only that share any word of the query
 (``to_tsvector`` lexemes: stemmed, stop words dropped), ranked by ``ts_rank_cd``, newest first
-on ties. Every replica of a service can share the table.
+on ties. With ``embeddings`` (an OpenAI-compatible ``/v1/embeddings`` endpoint) each fact is
+also stored with its vector, and a recall ranks the user's facts by the dot product with the
+query's vector too (those at ``min_similarity`` or more: an unrelated fact is not a memory),
+the two rankings merged by reciprocal rank fusion (a fact either finds well comes first; one
+both find, before all). Every replica of a service can share the table.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import anyio
 
 from .._extras import requires_extra
+from ..retrieval.embeddings import Embeddings
 from .facts import Fact, new_fact
 
 __all__ = ["PostgresMemoryStore"]
@@ -31,8 +36,24 @@ CREATE TABLE IF NOT EXISTS {table} (
     tsv tsvector GENERATED ALWAYS AS (to_tsvector({config}::regconfig, body)) STORED,
     PRIMARY KEY (user_id, id)
 );
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS embedding float8[];
 CREATE INDEX IF NOT EXISTS {tsv_index} ON {table} USING gin (tsv);
 """
+
+_NEAREST = """
+SELECT id, body, created_at FROM (
+    SELECT id, body, created_at,
+        (SELECT sum(e * q) FROM unnest(embedding, %(vector)s::float8[]) AS v(e, q)) AS score
+    FROM {table}
+    WHERE user_id = %(user)s AND embedding IS NOT NULL
+) AS scored
+WHERE score >= %(similarity)s
+ORDER BY score DESC, created_at DESC
+LIMIT %(limit)s
+"""
+
+_RRF_K = 60
+"""Reciprocal rank fusion's constant: a fact's fused score is the sum of 1 / (60 + its rank)."""
 
 _RECALL = """
 SELECT id, body, created_at FROM {table}
@@ -57,6 +78,8 @@ class PostgresMemoryStore:
         table: str = "agent_facts",
         config: str = "english",
         timeout: float = 10.0,
+        embeddings: Embeddings | None = None,
+        min_similarity: float = 0.2,
     ) -> None:
         with requires_extra("postgres", "PostgresMemoryStore"):
             import psycopg_pool
@@ -66,27 +89,39 @@ class PostgresMemoryStore:
         self._pools = psycopg_pool.AsyncConnectionPool
         self._sql = sql
         self.dsn, self.table, self.config = dsn, table, config
+        self.embeddings = embeddings
+        self.min_similarity = min_similarity
         self._timeout = timeout
         self._pool: Any = None
         self._lock = anyio.Lock()
 
     async def remember(self, user_id: str, text: str) -> Fact:
         fact = new_fact(text)
+        vector = None
+        if self.embeddings is not None:
+            [vector] = await self.embeddings.embed([fact.text])
         statement = self._statement(
-            "INSERT INTO {table} (user_id, id, body, created_at) "
-            "VALUES (%(user)s, %(id)s, %(body)s, %(at)s)"
+            "INSERT INTO {table} (user_id, id, body, created_at, embedding) "
+            "VALUES (%(user)s, %(id)s, %(body)s, %(at)s, %(vector)s)"
         )
-        values = {"user": user_id, "id": fact.id, "body": fact.text, "at": fact.created_at}
+        values = {
+            "user": user_id, "id": fact.id, "body": fact.text, "at": fact.created_at,
+            "vector": vector,
+        }  # fmt: skip
         await self._execute(statement, values)
         return fact
 
     async def recall(self, user_id: str, query: str, limit: int = 5) -> list[Fact]:
         if not query.strip() or limit < 1:
             return []
-        rows = await self._execute(
-            self._statement(_RECALL), {"user": user_id, "query": query, "limit": limit}
-        )
-        return [Fact(id=id_, text=body, created_at=at) for id_, body, at in rows]
+        values: dict[str, Any] = {"user": user_id, "query": query, "limit": limit}
+        by_words = _facts(await self._execute(self._statement(_RECALL), values))
+        if self.embeddings is None:
+            return by_words
+        [values["vector"]] = await self.embeddings.embed([query])
+        values["similarity"] = self.min_similarity
+        by_meaning = _facts(await self._execute(self._statement(_NEAREST), values))
+        return _fused([by_words, by_meaning], limit)
 
     async def facts(self, user_id: str) -> list[Fact]:
         rows = await self._execute(
@@ -96,7 +131,7 @@ class PostgresMemoryStore:
             ),
             {"user": user_id},
         )
-        return [Fact(id=id_, text=body, created_at=at) for id_, body, at in rows]
+        return _facts(rows)
 
     async def forget(self, user_id: str, fact_id: str | None = None) -> int:
         """Forget one fact, or every fact of the user; how many were forgotten."""
@@ -161,3 +196,19 @@ class PostgresMemoryStore:
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _facts(rows: list[Any]) -> list[Fact]:
+    return [Fact(id=id_, text=body, created_at=at) for id_, body, at in rows]
+
+
+def _fused(rankings: list[list[Fact]], limit: int) -> list[Fact]:
+    """Reciprocal rank fusion of several rankings of facts."""
+    scores: dict[str, float] = {}
+    first: dict[str, Fact] = {}
+    for ranking in rankings:
+        for rank, fact in enumerate(ranking, 1):
+            scores[fact.id] = scores.get(fact.id, 0.0) + 1.0 / (_RRF_K + rank)
+            first.setdefault(fact.id, fact)
+    best = sorted(scores, key=lambda key: (-scores[key], -first[key].created_at))[:limit]
+    return [first[key] for key in best]

@@ -19,11 +19,11 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
-from ..errors import ModelError, UnsupportedRequestError, retryable_status
+from ..errors import ConfigurationError, ModelError, UnsupportedRequestError, retryable_status
 from ..messages import Usage, to_openai_messages
 from .base import ModelChunk, ModelRequest, ToolCallDelta
 
-__all__ = ["LiteLLMModel"]
+__all__ = ["LiteLLMModel", "import_litellm", "model_window"]
 
 _litellm: ModuleType | None = None
 _IMPORT_ENV = {
@@ -45,6 +45,22 @@ def import_litellm() -> ModuleType:
         litellm.disable_hf_tokenizer_download = True
         _litellm = litellm
     return _litellm
+
+
+def model_window(name: str) -> int:
+    """The context window (input tokens) litellm's model data gives ``name``;
+    :class:`ConfigurationError` when it has none (a local model: set the window yourself)."""
+    litellm = import_litellm()
+    try:
+        window = litellm.get_model_info(name).get("max_input_tokens")
+    except Exception:  # litellm raises for a model it does not know
+        window = None
+    if not isinstance(window, int) or window < 256:
+        raise ConfigurationError(
+            f"litellm's model data has no context window for {name!r}: give "
+            "ModelPolicy(context_window=<tokens>)"
+        )
+    return window
 
 
 class LiteLLMModel:
