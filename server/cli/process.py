@@ -47,10 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = ServeConfig.from_args(args, os.environ)
         _configure_logging(config.log_format, config.log_level)
         config.settings()  # bad settings are refused before any MCP server starts
-        limit = raise_descriptor_limit()
-        if limit is not None:
-            streams = DescriptorBudget(limit).max_streams
-            logger.info("open-file limit %d: room for %s streams at once", limit, streams)
+        limit = raise_descriptor_limit()  # before the app reads it (its stream budget)
         run = _stdio_runner() if args.command == "mcp" else _serve
         service: Service | Awaitable[Service]
         if config.mcp_config:
@@ -58,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             service = build_service(config)
         _tune_gc(config.gc_threshold)
+        if limit is not None:  # the configuration is sound: the start-up log begins
+            streams = DescriptorBudget(limit).max_streams
+            logger.info("open-file limit %d: room for %s streams at once", limit, streams)
         asyncio.run(run(service, config))
     except (CliError, ConfigurationError) as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
