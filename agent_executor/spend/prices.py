@@ -161,7 +161,12 @@ def default_prices() -> PriceTable:
     return _default
 
 
-_cost_map: dict[str, Any] | None = None
+_Entry = tuple[float, float, float | None, str | None]
+"""A cost map entry as kept: input and output cost per million tokens, cached input cost,
+provider. Flat tuples of numbers and strings: the garbage collector stops tracking them, so the
+map (4,000 models) costs the process's collections nothing."""
+
+_cost_map: dict[str, _Entry] | None = None
 _cost_map_lock = threading.Lock()
 
 
@@ -171,17 +176,11 @@ def _from_cost_map(model: str) -> Price | None:
     if entry is None and "/" in model:
         provider, rest = model.split("/", 1)
         candidate = entries.get(rest)
-        if candidate is not None and candidate.get("litellm_provider") == provider:
+        if candidate is not None and candidate[3] == provider:
             entry = candidate
-    if not isinstance(entry, dict):
+    if entry is None:
         return None
-    try:
-        input_cost = float(entry["input_cost_per_token"]) * _MILLION
-        output_cost = float(entry["output_cost_per_token"]) * _MILLION
-    except (KeyError, TypeError, ValueError):
-        return None
-    cached = entry.get("cache_read_input_token_cost")
-    return Price(input_cost, output_cost, None if cached is None else float(cached) * _MILLION)
+    return Price(entry[0], entry[1], entry[2])
 
 
 def load_cost_map() -> None:
@@ -189,14 +188,37 @@ def load_cost_map() -> None:
     _load_cost_map()
 
 
-def _load_cost_map() -> dict[str, Any]:
+def _load_cost_map() -> dict[str, _Entry]:
     global _cost_map
     if _cost_map is not None:
         return _cost_map
     with _cost_map_lock:
         if _cost_map is None:
-            _cost_map = _read_cost_map()
+            _cost_map = _compact(_read_cost_map())
     return _cost_map
+
+
+def _compact(raw: dict[str, Any]) -> dict[str, _Entry]:
+    """The entries with a price, as :data:`_Entry` tuples (the rest of litellm's data about a
+    model is not a price)."""
+    entries: dict[str, _Entry] = {}
+    for model, entry in raw.items():
+        if not isinstance(entry, dict):
+            continue
+        try:
+            input_cost = float(entry["input_cost_per_token"]) * _MILLION
+            output_cost = float(entry["output_cost_per_token"]) * _MILLION
+        except (KeyError, TypeError, ValueError):
+            continue
+        cached = entry.get("cache_read_input_token_cost")
+        provider = entry.get("litellm_provider")
+        entries[model] = (
+            input_cost,
+            output_cost,
+            None if cached is None else float(cached) * _MILLION,
+            provider if isinstance(provider, str) else None,
+        )
+    return entries
 
 
 def _read_cost_map() -> dict[str, Any]:
