@@ -74,9 +74,11 @@ def test_an_old_keyword_overrides_only_its_own_field_of_a_given_object() -> None
 
 
 def test_settings_without_old_keywords_do_not_warn() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        _agent(concurrency=Concurrency(max_concurrency=2, max_queue=0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent = _agent(concurrency=Concurrency(max_concurrency=2, max_queue=0))
+    assert [str(w.message) for w in caught] == []
+    assert agent.concurrency == Concurrency(max_concurrency=2, max_queue=0)
 
 
 def test_unknown_keywords_and_bad_values_are_refused() -> None:
