@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agent_executor.guards.injection import normalisation, rules
-from agent_executor.guards.injection.word_gate import WordGate
+from agent_executor.guards.injection.word_gate import LiteralGate, WordGate
 
 CORPUS = Path(__file__).parent / "data" / "injection_corpus.jsonl"
+MULTILINGUAL = Path(__file__).parent / "data" / "injection_multilingual.jsonl.gz"
+"""Public texts in twelve languages (tests/data/SOURCES.md): the rules in other scripts."""
 
 
 def _picked(pattern: str, text: str) -> bool:
@@ -79,3 +83,52 @@ def test_the_gate_never_skips_a_rule_that_matches_anywhere_in_the_corpus() -> No
             picked += len(rules.WORD_GATE.candidates(words))
     assert readings > 1000
     assert picked / readings < len(rules.WORD_RULES) / 2  # the gate does skip rules
+
+
+_LITERAL_GATES = (
+    (rules.NORM_GATE, [rule.pattern for rule in rules.NORM_RULES], normalisation.normalise),
+    (rules.SCRIPT_GATE, [rule.pattern for rule in rules.SCRIPT_RULES], normalisation.normalise),
+    (
+        rules.COMPACT_GATE,
+        [pattern for _, _, pattern in rules.COMPACT],
+        lambda text: normalisation.letters_only(normalisation.normalise(text)),
+    ),
+)
+
+
+@pytest.mark.parametrize(("gate", "patterns", "view"), _LITERAL_GATES)
+def test_the_literal_gates_never_skip_a_pattern_that_matches_in_the_corpus(
+    gate: LiteralGate, patterns: list[re.Pattern[str]], view: Callable[[str], str]
+) -> None:
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+    with gzip.open(MULTILINGUAL, "rt", encoding="utf-8") as lines:
+        rows += [json.loads(line) for line in lines]
+    matched = 0
+    for row in rows:
+        text = view(row["text"])
+        found = set(gate.candidates(text))
+        for index, pattern in enumerate(patterns):
+            if pattern.search(text):
+                matched += 1
+                assert index in found, (pattern.pattern, row["text"])
+    assert matched > 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "paris: sunny, 21 °c",
+        "what is the weather in paris? [bench run=service-1 tokens=100 delay=20]",
+        "the meeting is at 10: bring the slides to room 4, please",
+    ],
+)
+def test_ordinary_punctuation_and_short_words_pick_no_literal_rule(text: str) -> None:
+    # Each pattern is keyed by its rarest clause, not by ":", ",", "at" or "to".
+    assert rules.NORM_GATE.candidates(text) == []
+
+
+def test_a_literal_pattern_runs_only_when_every_clause_is_there() -> None:
+    gate = LiteralGate([re.compile(r"send (?:it|them) to \S+@\S+"), re.compile(r"<\|im_start\|>")])
+    assert gate.candidates("please send them to bob@example.org") == [0]
+    assert gate.candidates("please send them over") == []
+    assert gate.candidates("<|im_start|>system") == [1]

@@ -232,44 +232,47 @@ class LiteralGate:
     Read off each pattern's parse tree: the literal runs a match must contain (``<|``, one of
     ``system``/``admin``/..., ``://``). A few substring searches then replace a regex scan
     for most texts. A pattern with nothing to read runs for every text.
+
+    Each alternative of a pattern is keyed by its rarest clause (the one whose shortest string
+    is longest: ``exfiltrate``/``forward``/... rather than ``at``/``to``, a word rather than
+    ``:``), so an ordinary text usually contains no key at all and costs one ``in`` per key;
+    a pattern whose key is found has its clauses checked rarest first.
     """
 
-    __slots__ = ("_firsts", "_needs", "_strings")
+    __slots__ = ("_always", "_by_key", "_keys", "_needs")
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
-        self._needs = tuple(_literal_needs(pattern) for pattern in patterns)
-        # A match needs one string of its alternative's first clause: the union of those
-        # clauses over the alternatives rules a pattern out with one set test.
-        self._firsts = tuple(
-            None if needs is None else frozenset().union(*(alt[0] for alt in needs))
-            for needs in self._needs
+        self._needs = tuple(
+            None
+            if needs is None
+            else tuple(tuple(sorted(alt, key=_selectivity, reverse=True)) for alt in needs)
+            for needs in map(_literal_needs, patterns)
         )
-        self._strings = tuple(sorted({s for first in self._firsts if first for s in first}))
+        self._always = frozenset(i for i, needs in enumerate(self._needs) if needs is None)
+        by_key: dict[str, set[int]] = {}
+        for index, needs in enumerate(self._needs):
+            for alt in needs or ():
+                for string in alt[0]:
+                    by_key.setdefault(string, set()).add(index)
+        self._by_key = {key: frozenset(found) for key, found in by_key.items()}
+        self._keys = tuple(sorted(by_key, key=lambda key: (len(key), key)))
 
     def candidates(self, text: str) -> list[int]:
         """Indices, in order, of the patterns that can match in ``text``."""
-        present = {string for string in self._strings if string in text}
-        firsts = self._firsts
-        found: dict[str, bool] = dict.fromkeys(self._strings, False)
-        found.update(dict.fromkeys(present, True))
-
-        def occurs(clause: frozenset[str]) -> bool:
-            for string in clause:
-                hit = found.get(string)
-                if hit is None:
-                    hit = found[string] = string in text
-                if hit:
-                    return True
-            return False
-
+        found = set(self._always)
+        by_key = self._by_key
+        for key in self._keys:
+            if key in text:
+                found |= by_key[key]
+        if not found:
+            return []
         out = []
-        for index, (needs, first) in enumerate(zip(self._needs, firsts, strict=True)):
-            possible = needs is None or first is None
-            if not possible and needs is not None and first is not None:
-                possible = not first.isdisjoint(present) and any(
-                    all(map(occurs, alt)) for alt in needs
-                )
-            if possible:
+        needs_of = self._needs
+        for index in sorted(found):
+            needs = needs_of[index]
+            if needs is None or any(
+                all(any(string in text for string in clause) for clause in alt) for alt in needs
+            ):
                 out.append(index)
         return out
 
