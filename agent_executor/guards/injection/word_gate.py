@@ -233,48 +233,76 @@ class LiteralGate:
     ``system``/``admin``/..., ``://``). A few substring searches then replace a regex scan
     for most texts. A pattern with nothing to read runs for every text.
 
-    Each alternative of a pattern is keyed by its rarest clause (the one whose shortest string
-    is longest: ``exfiltrate``/``forward``/... rather than ``at``/``to``, a word rather than
-    ``:``), so an ordinary text usually contains no key at all and costs one ``in`` per key;
-    a pattern whose key is found has its clauses checked rarest first.
+    Two ways to pick, by the text's length. A short text is checked against a key per
+    alternative: of its clauses with no common string (``:``, ``,``, ``at``), the one with the
+    fewest strings (``exfiltrate``/``forward``/... rather than ``at``/``to``). An ordinary
+    short text holds none, and costs one substring search per key. In a long text a rare key
+    is searched to the end while a common string is found at once, so there the first clause
+    of each alternative (its fewest strings) is searched, and the other clauses only for the
+    patterns that pass, each string once.
     """
 
-    __slots__ = ("_always", "_by_key", "_keys", "_needs")
+    __slots__ = ("_always", "_by_key", "_firsts", "_keys", "_needs", "_strings")
+
+    SHORT = 500
+    """Texts of up to this many characters are picked by the keys."""
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
-        self._needs = tuple(
-            None
-            if needs is None
-            else tuple(tuple(sorted(alt, key=_selectivity, reverse=True)) for alt in needs)
-            for needs in map(_literal_needs, patterns)
-        )
+        self._needs = tuple(_literal_needs(pattern) for pattern in patterns)
         self._always = frozenset(i for i, needs in enumerate(self._needs) if needs is None)
+        # A match needs one string of its alternative's first clause: the union of those
+        # clauses over the alternatives rules a pattern out with one set test.
+        self._firsts = tuple(
+            None if needs is None else frozenset().union(*(alt[0] for alt in needs))
+            for needs in self._needs
+        )
+        self._strings = tuple(sorted({s for first in self._firsts if first for s in first}))
         by_key: dict[str, set[int]] = {}
         for index, needs in enumerate(self._needs):
             for alt in needs or ():
-                for string in alt[0]:
+                for string in min(alt, key=_key_cost):
                     by_key.setdefault(string, set()).add(index)
         self._by_key = {key: frozenset(found) for key, found in by_key.items()}
         self._keys = tuple(sorted(by_key, key=lambda key: (len(key), key)))
 
     def candidates(self, text: str) -> list[int]:
         """Indices, in order, of the patterns that can match in ``text``."""
+        if len(text) <= self.SHORT:
+            return self._by_keys(text)
+        present = {string for string in self._strings if string in text}
+        found: dict[str, bool] = dict.fromkeys(self._strings, False)
+        found.update(dict.fromkeys(present, True))
+
+        def occurs(clause: frozenset[str]) -> bool:
+            for string in clause:
+                hit = found.get(string)
+                if hit is None:
+                    hit = found[string] = string in text
+                if hit:
+                    return True
+            return False
+
+        return [
+            index
+            for index, (needs, first) in enumerate(zip(self._needs, self._firsts, strict=True))
+            if needs is None
+            or first is None
+            or (not first.isdisjoint(present) and any(all(map(occurs, alt)) for alt in needs))
+        ]
+
+    def _by_keys(self, text: str) -> list[int]:
         found = set(self._always)
         by_key = self._by_key
         for key in self._keys:
             if key in text:
                 found |= by_key[key]
-        if not found:
-            return []
-        out = []
         needs_of = self._needs
-        for index in sorted(found):
-            needs = needs_of[index]
-            if needs is None or any(
-                all(any(string in text for string in clause) for clause in alt) for alt in needs
-            ):
-                out.append(index)
-        return out
+        return [
+            index
+            for index in sorted(found)
+            if (needs := needs_of[index]) is None
+            or any(all(any(s in text for s in clause) for clause in alt) for alt in needs)
+        ]
 
 
 def _clause(starts: set[tuple[str, int]]) -> _Clause:
@@ -352,6 +380,14 @@ def _literal_needs(pattern: re.Pattern[str]) -> _Needs | None:
 
 def _selectivity(clause: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
     return min(map(len, clause)), -len(clause), tuple(sorted(clause))
+
+
+def _key_cost(clause: frozenset[str]) -> tuple[bool, int, int, tuple[str, ...]]:
+    """Which clause of an alternative keys it (the smallest): one of few strings, none of
+    them found in most texts. Every key string costs a substring search of every text, so
+    fewer is cheaper on long texts; a common one (``:``, ``at``) lets most texts through."""
+    common = any(len(s.strip()) < 2 or (len(s) < 3 and s.isalpha()) for s in clause)
+    return common, len(clause), -min(map(len, clause)), tuple(sorted(clause))
 
 
 def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
