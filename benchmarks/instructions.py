@@ -1,6 +1,7 @@
 """CPU per token counted in instructions (callgrind): the measure this shared VM cannot blur.
 
     python benchmarks/instructions.py [--tokens 200,5200] [--variants floor,ours,service]
+    python benchmarks/instructions.py --conversations 5,25 --variants service
 
 Timed CPU per token (``benchmarks.run``) moves by ±30% between processes on a shared 2-core VM:
 a process lands on a fast or a slow core for its whole life, so medians of a few processes
@@ -13,6 +14,12 @@ out. For the service, the service process runs under callgrind and a plain SSE c
 counted) drives it. ``PYTHONHASHSEED=0`` everywhere; each variant is measured ``--repeat``
 times to show how repeatable the count is (the number of socket reads per conversation still
 varies a little with timing).
+
+``--conversations c1,c2`` counts per conversation instead: the two processes serve ``c1`` or
+``c2`` conversations of 100 tokens (``--conversation-tokens``) after the warm-ups, one after the
+other on kept-alive connections, and the difference over ``c2 - c1`` is what one whole
+conversation costs (the request, guards, both model turns, the tool, the answer's tokens, the
+bookkeeping): what decides throughput when thousands of short conversations run at once.
 
 Takes about 3 minutes on 2 cores (valgrind runs Python ~50x slower). Needs ``valgrind``.
 Prints a markdown table; ``--out FILE`` also writes the JSON.
@@ -67,17 +74,22 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONHASHSEED": "0"}
 
 
-def measure_client(variant: str, base_url: str, tokens: int, work: Path) -> int:
-    """Instructions of a whole client process whose last conversation has ``tokens`` tokens."""
+def measure_client(variant: str, base_url: str, tokens: int, work: Path, runs: int = 1) -> int:
+    """Instructions of a whole client process whose last ``runs`` conversations have
+    ``tokens`` tokens."""
     out = work / f"{variant}-{tokens}-{os.urandom(3).hex()}.out"
     cmd = [*_valgrind(out), MAIN_PY, str(Path(__file__).resolve())]
     cmd += ["--drive", variant, "--base-url", base_url, "--drive-tokens", str(tokens)]
+    cmd += ["--drive-runs", str(runs)]
     subprocess.run(cmd, check=True, cwd=ROOT, env=_env(), capture_output=True, timeout=600)
     return _instructions(out)
 
 
-def measure_service(llm: LLMServer, tokens: int, work: Path, variant: str = "service") -> int:
-    """Instructions of a whole service process that served warm-ups and one conversation."""
+def measure_service(
+    llm: LLMServer, tokens: int, work: Path, variant: str = "service", runs: int = 1
+) -> int:
+    """Instructions of a whole service process that served warm-ups and ``runs``
+    conversations."""
     out = work / f"{variant}-{tokens}-{os.urandom(3).hex()}.out"
     service = Service(
         work, llm, 10, wrapper=_valgrind(out), env=_env(), ready_s=300, stop_grace=120
@@ -85,15 +97,18 @@ def measure_service(llm: LLMServer, tokens: int, work: Path, variant: str = "ser
     try:
         drive = [MAIN_PY, str(Path(__file__).resolve()), "--drive", variant]
         drive += ["--base-url", llm.base_url, "--service-url", service.url]
-        drive += ["--drive-tokens", str(tokens)]
+        drive += ["--drive-tokens", str(tokens), "--drive-runs", str(runs)]
         subprocess.run(drive, check=True, cwd=ROOT, env=_env(), capture_output=True, timeout=600)
     finally:
         service.stop()  # SIGTERM: callgrind writes its totals as the process exits
     return _instructions(out)
 
 
-async def drive(variant: str, base_url: str, tokens: int, service_url: str | None) -> None:
-    """The measured process's work (or, for the service, its client's): warm-up, one answer."""
+async def drive(
+    variant: str, base_url: str, tokens: int, service_url: str | None, runs: int = 1
+) -> None:
+    """The measured process's work (or, for the service, its client's): warm-up, ``runs``
+    answers."""
     client: worker.Variant
     if variant in _SERVICE:
         client = getattr(variants, _SERVICE[variant])()
@@ -105,14 +120,24 @@ async def drive(variant: str, base_url: str, tokens: int, service_url: str | Non
     try:
         for i in range(WARMUP):
             await worker.checked_run(client, f"warm{i}", 20, 0)
-        await worker.checked_run(client, "measured", tokens, 0)
+        for i in range(runs):
+            await worker.checked_run(client, f"measured{i}", tokens, 0)
     finally:
         await client.close()
+
+
+def _work(n: int, per_conversation: bool, args: argparse.Namespace) -> tuple[int, int]:
+    """(tokens per measured conversation, measured conversations) of one process."""
+    return (args.conversation_tokens, n) if per_conversation else (n, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tokens", default="200,5200", help="n1,n2")
+    parser.add_argument(
+        "--conversations", help="c1,c2: count per conversation instead of per token"
+    )
+    parser.add_argument("--conversation-tokens", type=int, default=100)
     parser.add_argument("--variants", default="floor,floor_orjson,ours,service")
     parser.add_argument("--repeat", type=int, default=2, help="measurements per variant")
     parser.add_argument("--out", help="also write the JSON here")
@@ -120,14 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--service-url", help=argparse.SUPPRESS)
     parser.add_argument("--drive-tokens", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--drive-runs", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.drive:
-        asyncio.run(drive(args.drive, args.base_url, args.drive_tokens, args.service_url))
+        asyncio.run(
+            drive(args.drive, args.base_url, args.drive_tokens, args.service_url, args.drive_runs)
+        )
         return 0
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
-    n1, n2 = (int(x) for x in args.tokens.split(","))
+    per_conversation = args.conversations is not None
+    n1, n2 = (int(x) for x in (args.conversations or args.tokens).split(","))
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
@@ -138,10 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = [
-                pool.submit(measure_service, llm, n, work, v)
+                pool.submit(measure_service, llm, tokens, work, v, runs)
                 if v in _SERVICE
-                else pool.submit(measure_client, v, llm.base_url, n, work)
+                else pool.submit(measure_client, v, llm.base_url, tokens, work, runs)
                 for v, n in jobs
+                for tokens, runs in [_work(n, per_conversation, args)]
             ]
             counts = [f.result() for f in futures]
     finally:
@@ -151,11 +181,17 @@ def main(argv: list[str] | None = None) -> int:
         variant = jobs[i][0]
         per_token[variant].append((counts[i + 1] - counts[i]) / (n2 - n1))
     floor = statistics.median(per_token["floor"]) if "floor" in per_token else None
+    unit = "conversation" if per_conversation else "token"
+    compared = (
+        f"{n1} vs {n2} conversations of {args.conversation_tokens} tokens"
+        if per_conversation
+        else f"{n1} vs {n2} tokens"
+    )
     lines = [
-        f"Instructions per extra token (callgrind; {n1} vs {n2} tokens, bulk; "
+        f"Instructions per extra {unit} (callgrind; {compared}, bulk; "
         f"{args.repeat} measurements each):",
         "",
-        "| variant | instructions/token | measurements | × floor |",
+        f"| variant | instructions/{unit} | measurements | × floor |",
         "|---|---|---|---|",
     ]
     for variant, values in per_token.items():
