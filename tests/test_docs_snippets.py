@@ -237,17 +237,32 @@ import agent_executor, agent_executor.tools.demo
 
 
 jobs = {}  # pid -> job id, of the children still running
+early = {}  # pid -> exit status, of a child reaped before its job was noted
+
+
+def report(*words):
+    # One write of a short line to a pipe is atomic; print's buffered writes are not, and a
+    # signal arriving inside one of them could run the handler in the middle of a line.
+    os.write(1, (" ".join(map(str, words)) + "\n").encode())
 
 
 def ended(signum, frame):
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        print("ended", jobs.pop(pid), os.waitstatus_to_exitcode(status), flush=True)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            code = os.waitstatus_to_exitcode(status)
+            if pid in jobs:
+                report("ended", jobs.pop(pid), code)
+            else:
+                early[pid] = code
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def run(job):
@@ -272,7 +287,9 @@ for line in sys.stdin:
     if pid == 0:
         run(job)
     jobs[pid] = job["id"]
-    print("started", job["id"], pid, flush=True)
+    report("started", job["id"], pid)
+    if pid in early:
+        report("ended", jobs.pop(pid), early.pop(pid))
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
 """
 
@@ -349,14 +366,23 @@ class _Forker:
         """The forker's reports: ``started <job> <pid>``, ``ended <job> <exit status>``;
         at its end, every job still waiting fails."""
         assert self._process.stdout is not None
+        wrong = ""
         for line in self._process.stdout:
-            what, job, number = line.split()
+            words = line.split()
+            if len(words) != 3 or words[0] not in ("started", "ended"):
+                wrong = f"the forker wrote {line!r}; "
+                self._process.kill()
+                break
+            what, job, number = words
             with self._lock:
                 futures = self._pids if what == "started" else self._statuses
-                futures[int(job)].set_result(int(number))
+                future = futures.get(int(job))  # gone: its test gave up on it
+                if future is not None and not future.done():
+                    future.set_result(int(number))
         self._log.seek(0)
         problem = SnippetError(
-            f"the forker ended (exit status {self._process.wait()}): {self._log.read()[-3000:]}"
+            f"{wrong}the forker ended (exit status {self._process.wait()}): "
+            f"{self._log.read()[-3000:]}"
         )
         with self._lock:
             self._dead = str(problem)
