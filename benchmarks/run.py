@@ -38,6 +38,7 @@ from processes import (  # noqa: E402
     Service,
     free_port,
     log,
+    raise_nofile,
     stop_process,
     wait_http,
 )
@@ -130,16 +131,6 @@ def _variants(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list
             parser.error(f"unknown variants: {', '.join(unknown)}")
         variants = [v for v in VARIANTS if v in wanted or v == "floor"]
     return variants
-
-
-def _raise_nofile() -> int:
-    """Raise the soft limit of open files to the hard one; the limit now."""
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def _start_results(
@@ -261,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = Path(tempfile.mkdtemp(prefix="agent-executor-bench-"))
     log(f"logs in {log_dir}")
 
-    nofile = _raise_nofile()
+    nofile = raise_nofile()
     peers_ok, peers_status = True, "not needed"
     if any(VARIANTS[v][1] == "peers" for v in variants) or "imports" in phases:
         peers_ok, peers_status = ensure_peers(log_dir)

@@ -35,7 +35,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from phases import phase_concurrency  # noqa: E402
-from processes import MAIN_PY, ROOT, LLMServer, Service, log  # noqa: E402
+from processes import MAIN_PY, ROOT, LLMServer, Service, log, raise_nofile  # noqa: E402
 
 _IN_FLIGHT = b"agent_executor_in_flight_requests "
 _REFUSED = "HTTP 503"
@@ -44,7 +44,7 @@ _REQUEST_ID = re.compile(r', "request_id": "?[0-9a-f]*"?.*')
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    _raise_nofile()
+    raise_nofile()
     with tempfile.TemporaryDirectory(prefix="agent-executor-streams-") as tmp:
         log_dir = Path(tmp)
         llm = LLMServer(log_dir, args.llm_workers)
@@ -254,14 +254,6 @@ def _wait(ready: Any, seconds: float, what: str) -> None:
         if time.time() > deadline:
             raise TimeoutError(f"gave up waiting for {what} after {seconds:.0f} s")
         time.sleep(0.1)
-
-
-def _raise_nofile() -> None:
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 if __name__ == "__main__":

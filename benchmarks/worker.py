@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import json
 import os
-import resource
 import sys
 import time
 import traceback
@@ -36,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from modes import checked_run, concurrency_mode, cpu_mode  # noqa: E402
 from peers import LangGraph, OpenAIAgents, OpenAISDK, PydanticAI  # noqa: E402
+from processes import raise_nofile  # noqa: E402
 from procfs import proc_cpu_seconds  # noqa: E402
 from variants import Floor, Ours, RunFailure, ServiceClient, Variant  # noqa: E402
 
@@ -53,13 +53,6 @@ __all__ = [
     "main",
     "proc_cpu_seconds",
 ]
-
-
-def raise_nofile() -> int:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def versions(*dists: str) -> dict[str, str]:

@@ -17,9 +17,8 @@ import re
 from types import TracebackType
 from typing import Any
 
-import anyio
-
 from .._extras import requires_extra
+from .._postgres import LazyPool, fused
 from ..retrieval.embeddings import Embeddings
 from .facts import Fact, new_fact
 
@@ -52,9 +51,6 @@ ORDER BY score DESC, created_at DESC
 LIMIT %(limit)s
 """
 
-_RRF_K = 60
-"""Reciprocal rank fusion's constant: a fact's fused score is the sum of 1 / (60 + its rank)."""
-
 _RECALL = """
 SELECT id, body, created_at FROM {table}
 WHERE user_id = %(user)s AND tsv @@ replace(
@@ -84,16 +80,21 @@ class PostgresMemoryStore:
         with requires_extra("postgres", "PostgresMemoryStore"):
             import psycopg_pool
             from psycopg import sql
+
         if not all(_IDENTIFIER_RE.match(part) for part in table.split(".")):
             raise ValueError(f"not a table name: {table!r}")
-        self._pools = psycopg_pool.AsyncConnectionPool
         self._sql = sql
         self.dsn, self.table, self.config = dsn, table, config
         self.embeddings = embeddings
         self.min_similarity = min_similarity
-        self._timeout = timeout
-        self._pool: Any = None
-        self._lock = anyio.Lock()
+        self._pool = LazyPool(
+            psycopg_pool.AsyncConnectionPool,
+            dsn,
+            min_size=1,
+            max_size=4,
+            timeout=timeout,
+            setup=self._create,
+        )
 
     async def remember(self, user_id: str, text: str) -> Fact:
         fact = new_fact(text)
@@ -149,42 +150,24 @@ class PostgresMemoryStore:
         )
 
     async def _execute(self, statement: Any, values: dict[str, Any]) -> list[Any]:
-        pool = await self._open()
+        pool = await self._pool.get()
         async with pool.connection() as conn:
             cursor = await conn.execute(statement, values)
             return list(await cursor.fetchall()) if cursor.description else []
 
-    async def _open(self) -> Any:
-        if self._pool is not None:
-            return self._pool
-        async with self._lock:
-            if self._pool is None:
-                pool = self._pools(
-                    self.dsn,
-                    min_size=1,
-                    max_size=4,
-                    timeout=self._timeout,
-                    kwargs={"autocommit": True},
-                    check=self._pools.check_connection,
-                    open=False,
-                )
-                await pool.open(wait=True, timeout=self._timeout)
-                async with pool.connection() as conn:
-                    name = self.table.replace(".", "_")
-                    await conn.execute(
-                        self._sql.SQL(_SCHEMA).format(
-                            table=self._sql.Identifier(*self.table.split(".")),
-                            config=self._sql.Literal(self.config),
-                            tsv_index=self._sql.Identifier(f"{name}_tsv_idx"),
-                        )
-                    )
-                self._pool = pool
-        return self._pool
+    async def _create(self, conn: Any) -> None:
+        """The table and its index, on the pool's first connection."""
+        name = self.table.replace(".", "_")
+        await conn.execute(
+            self._sql.SQL(_SCHEMA).format(
+                table=self._sql.Identifier(*self.table.split(".")),
+                config=self._sql.Literal(self.config),
+                tsv_index=self._sql.Identifier(f"{name}_tsv_idx"),
+            )
+        )
 
     async def aclose(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        await self._pool.aclose()
 
     async def __aenter__(self) -> PostgresMemoryStore:
         return self
@@ -203,12 +186,13 @@ def _facts(rows: list[Any]) -> list[Fact]:
 
 
 def _fused(rankings: list[list[Fact]], limit: int) -> list[Fact]:
-    """Reciprocal rank fusion of several rankings of facts."""
-    scores: dict[str, float] = {}
-    first: dict[str, Fact] = {}
-    for ranking in rankings:
-        for rank, fact in enumerate(ranking, 1):
-            scores[fact.id] = scores.get(fact.id, 0.0) + 1.0 / (_RRF_K + rank)
-            first.setdefault(fact.id, fact)
-    best = sorted(scores, key=lambda key: (-scores[key], -first[key].created_at))[:limit]
-    return [first[key] for key in best]
+    """Reciprocal rank fusion of several rankings of facts, the newer first on equal scores."""
+    return [fact for fact, _ in fused(rankings, _fact_id, limit, tie=_newest_first)]
+
+
+def _fact_id(fact: Fact) -> str:
+    return fact.id
+
+
+def _newest_first(fact: Fact) -> float:
+    return -fact.created_at

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import anyio
 
 from .._extras import requires_extra
+from .._postgres import LazyPool, fused
 from .base import Passage
 from .documents import load_folder
 from .embeddings import Embeddings
@@ -82,10 +83,6 @@ ORDER BY score DESC NULLS LAST, id
 LIMIT %(k)s
 """
 
-_RRF_K = 60
-"""Reciprocal rank fusion's constant (Cormack, Clarke and Buettcher, SIGIR 2009): a passage's
-fused score is the sum over the searches of 1 / (60 + its rank)."""
-
 Search = Literal["text", "vector", "hybrid"]
 
 _SEARCH = """
@@ -126,7 +123,7 @@ class PostgresRetriever:
             import psycopg_pool
             from psycopg import sql
             from psycopg.types.json import Jsonb
-        self._pool_class = psycopg_pool.AsyncConnectionPool
+
         self._sql = sql
         self._jsonb = Jsonb
         if match not in ("any", "websearch"):
@@ -144,10 +141,13 @@ class PostgresRetriever:
             raise ValueError(f"search must be 'text', 'vector' or 'hybrid', not {search!r}")
         if self.search != "text" and embeddings is None:
             raise ValueError(f"search={self.search!r} needs embeddings")
-        self._pool_size = (min_size, max_size)
-        self._timeout = timeout
-        self._pool: Any = None
-        self._lock = anyio.Lock()
+        self._pool = LazyPool(
+            psycopg_pool.AsyncConnectionPool,
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+        )
         self._ready = False
 
     async def retrieve(self, query: str, *, k: int) -> list[Passage]:
@@ -159,7 +159,8 @@ class PostgresRetriever:
         nearest = await self._nearest(query, k)
         if self.search == "vector":
             return nearest
-        return _fused([await self._text(query, k), nearest], k)
+        ranked = fused([await self._text(query, k), nearest], _identity, k)
+        return [replace(passage, score=score) for passage, score in ranked]
 
     async def _text(self, query: str, k: int) -> list[Passage]:
         sql = self._sql
@@ -169,7 +170,7 @@ class PostgresRetriever:
             query=sql.SQL(words).format(config=sql.Literal(self.config)),
             rank=sql.SQL(_RANKINGS[self.ranking]),
         )
-        pool = await self._open()
+        pool = await self._pool.get()
         async with pool.connection() as conn:
             cursor = await conn.execute(statement, {"query": query, "k": k})
             rows = await cursor.fetchall()
@@ -179,7 +180,7 @@ class PostgresRetriever:
         assert self.embeddings is not None
         [vector] = await self.embeddings.embed([query])
         statement = self._sql.SQL(_NEAREST).format(table=self._table())
-        pool = await self._open()
+        pool = await self._pool.get()
         async with pool.connection() as conn:
             cursor = await conn.execute(statement, {"vector": vector, "k": k})
             rows = await cursor.fetchall()
@@ -197,7 +198,7 @@ class PostgresRetriever:
             tsv_index=sql.Identifier(f"{name}_tsv_idx"),
             document_index=sql.Identifier(f"{name}_document_idx"),
         )
-        pool = await self._open()
+        pool = await self._pool.get()
         async with pool.connection() as conn:
             await conn.execute(statement)
         self._ready = True
@@ -216,7 +217,7 @@ class PostgresRetriever:
         ]
         await self.setup()
         sql, table = self._sql, self._table()
-        pool = await self._open()
+        pool = await self._pool.get()
         async with pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
             if replace:
                 documents = sorted({row[0] for row in rows})
@@ -250,9 +251,7 @@ class PostgresRetriever:
 
     async def aclose(self) -> None:
         """Close the connection pool (a later call opens a new one)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self._pool.aclose()
 
     async def __aenter__(self) -> PostgresRetriever:
         return self
@@ -268,31 +267,6 @@ class PostgresRetriever:
     def _table(self) -> Any:
         return self._sql.Identifier(*self.table.split("."))
 
-    async def _open(self) -> Any:
-        if self._pool is not None:
-            return self._pool
-        async with self._lock:
-            if self._pool is None:
-                min_size, max_size = self._pool_size
-                pools = self._pool_class
-                pool = pools(
-                    self.dsn,
-                    min_size=min_size,
-                    max_size=max_size,
-                    timeout=self._timeout,
-                    kwargs={"autocommit": True},
-                    # a connection the server dropped (a restart) is replaced, not handed out
-                    check=pools.check_connection,
-                    open=False,
-                )
-                try:
-                    await pool.open(wait=True, timeout=self._timeout)
-                except BaseException:
-                    await pool.close()
-                    raise
-                self._pool = pool
-        return self._pool
-
 
 def _passages(rows: list[Any]) -> list[Passage]:
     return [
@@ -301,18 +275,9 @@ def _passages(rows: list[Any]) -> list[Passage]:
     ]
 
 
-def _fused(rankings: list[list[Passage]], k: int) -> list[Passage]:
-    """Reciprocal rank fusion of several rankings of passages (the same passage is the same
-    source and text), scored by the fused score."""
-    scores: dict[tuple[str, str], float] = {}
-    first: dict[tuple[str, str], Passage] = {}
-    for ranking in rankings:
-        for rank, passage in enumerate(ranking, 1):
-            key = (passage.source, passage.text)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (_RRF_K + rank)
-            first.setdefault(key, passage)
-    best = sorted(scores, key=lambda key: -scores[key])[:k]
-    return [replace(first[key], score=scores[key]) for key in best]
+def _identity(passage: Passage) -> tuple[str, str]:
+    """What makes two passages the same when rankings are fused: source and text."""
+    return passage.source, passage.text
 
 
 def _embedded(passage: Passage) -> str:
