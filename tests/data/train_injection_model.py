@@ -31,12 +31,14 @@ import argparse
 import gzip
 import json
 import math
+import multiprocessing
 import os
 import re
 import sys
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -413,24 +415,52 @@ def _held_out_attacks(rows: Sequence[Row], source: str, reader: Reader) -> dict[
     }
 
 
-def acceptance(rows: Sequence[Row]) -> dict[str, float]:
+def acceptance(rows: Sequence[Row], workers: int | None = None) -> dict[str, float]:
     """The figures ``tests/test_injection_learned.py`` holds, each on data its model never saw.
 
     Four retrains: the forum templates (``HELD_OUT``) and one indirect-injection publisher
-    kept out whole, and one fold of benign authors for each reader.
+    kept out whole, and one fold of benign authors for each reader. They are independent and
+    liblinear uses one core, so they run in ``workers`` processes (one per core, at most four):
+    on CI's two cores the test takes about half as long.
     """
-    figures: dict[str, float] = {}
-    for title, source, reader in (
-        (f"forum templates ({HELD_OUT}) kept out", HELD_OUT, "user"),
+    jobs: list[tuple[str, str, Reader]] = [  # the longest first (about 47, 28, 19 and 13 s)
         ("indirect (injecagent) kept out", "injecagent", "tool"),
-    ):
-        scores = held_out_attacks(rows, source, reader)  # type: ignore[arg-type]
-        figures[title] = sum(score >= 0.5 for score in scores) / len(scores)
-    for title, reader in (("messages", "user"), ("tool results", "tool")):
-        scores = held_out_benign(rows, reader=reader, only_fold=0)  # type: ignore[arg-type]
-        flagged = sum(score >= 0.5 for score in scores.values()) / len(scores)
-        figures[f"{title}: benign flagged, unseen authors"] = flagged
-    return figures
+        (f"forum templates ({HELD_OUT}) kept out", HELD_OUT, "user"),
+        ("tool results: benign flagged, unseen authors", "", "tool"),
+        ("messages: benign flagged, unseen authors", "", "user"),
+    ]
+    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    if workers == 1:
+        return {title: _figure(rows, source, reader) for title, source, reader in jobs}
+    context = multiprocessing.get_context("spawn")  # no fork of a process that may run threads
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_keep_rows, initargs=(list(rows),)
+    ) as pool:
+        futures = {
+            title: pool.submit(_figure_of_kept, source, reader) for title, source, reader in jobs
+        }
+        return {title: future.result() for title, future in futures.items()}
+
+
+_kept: list[Row] = []
+
+
+def _keep_rows(rows: list[Row]) -> None:
+    _kept[:] = rows
+
+
+def _figure_of_kept(source: str, reader: Reader) -> float:
+    return _figure(_kept, source, reader)
+
+
+def _figure(rows: Sequence[Row], source: str, reader: Reader) -> float:
+    """Share of ``source``'s attacks detected with it kept out, or with ``source`` empty, the
+    share of benign texts of fold 0 flagged by a model that never saw their authors."""
+    if source:
+        scores = held_out_attacks(rows, source, reader)
+    else:
+        scores = list(held_out_benign(rows, reader=reader, only_fold=0).values())
+    return sum(score >= 0.5 for score in scores) / len(scores)
 
 
 def held_out_benign(

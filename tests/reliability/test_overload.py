@@ -155,7 +155,10 @@ async def test_overload_serves_in_order_or_refuses_with_overloaded(path: str) ->
     assert {status for _, status, _ in refused} == {503}  # the stream too: no run, no stream
     assert all(elapsed >= QUEUE_TIMEOUT for _, _, elapsed in refused)
     assert model.peak_in_flight <= CONCURRENCY
-    assert peak_queued > 100
+    # More runs waited than there are permits: the queue, not the permits alone, was under
+    # test. How many at once depends on how fast the client gets its 200 requests out, which
+    # on a loaded CI machine is slower (79 were seen there, against ~190 on a quiet one).
+    assert peak_queued > 2 * CONCURRENCY
     assert not any(after["gauges"].values()), after["gauges"]
     assert (rss.peak - rss_before) / 1024 < RSS_BOUND_MIB
     assert sample(

@@ -54,7 +54,8 @@ const done = new Promise((resolve, reject) => {
     source.close();
     resolve();
   });
-  setTimeout(() => reject(new Error("no done within 20 s")), 20000);
+  // unref: a pending timer would keep Node alive for the full 20 s after `done`
+  setTimeout(() => reject(new Error("no done within 20 s")), 20000).unref();
 });
 
 try {
