@@ -32,10 +32,11 @@ from .agent import Agent
 from .command import AgentCommand
 from .delegation import AgentTool, SessionPolicy
 from .errors import ConfigurationError
-from .guards import Guard, error_codes, screens_among
+from .guards import Guard, ToolResultScreen, error_codes, screens_among
 from .hooks import Hook, HookChain
 from .memory import ConversationStore, HistoryCompressor, InMemoryConversationStore
 from .observability import Metrics, Tracing, install_log_context
+from .observability.metrics import GUARD_TARGETS
 from .resources import aclose_all
 from .results import AgentResult
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits
@@ -103,7 +104,8 @@ class ServedAgent:
             metrics=self.metrics,
         )
         for guard in self._guards:
-            self.metrics.register_guard(guard.name, error_codes(guard))
+            targets = GUARD_TARGETS if isinstance(guard, ToolResultScreen) else ("request",)
+            self.metrics.register_guard(guard.name, error_codes(guard), targets)
         install_log_context()
 
     def _driver_for(

@@ -36,6 +36,15 @@ Reading it
 - ``guard cost``: the median over rounds of (on − off) per message, with the smallest and
   largest round in brackets (the spread: a range that includes 0 means the cost is below what
   this run could resolve). ``per 1,000 chars`` divides it by the text's length.
+- ``in the service``: the guard's own time on the service's request path, read from the
+  service's ``agent_executor_guard_duration_seconds{guard="injection",target="request"}``
+  histogram before and after each batch: the median of every round's observations pooled
+  (interpolated inside its bucket, as ``histogram_quantile`` does; the buckets around the
+  targets are 50, 100, 200, 300 and 500 µs) and, in brackets, the exact mean. Unlike on − off it
+  is not blurred by the other 99% of the request's CPU, and it counts what the guard costs in
+  the service's process (its caches, its collector), not in a quiet one. on − off also counts
+  what the guard's allocations cost the rest of the service (more collections), so both
+  are reported and the target is judged by each.
 - ``score_text``: for reference, the median CPU time of one call of
   ``agent_executor.guards.injection.scoring.score_text`` in this process over the same texts,
   each scored once after a warm-up (what the guard computes, without the service around it).
@@ -58,6 +67,7 @@ import asyncio
 import contextlib
 import gzip
 import json
+import math
 import os
 import platform
 import random
@@ -72,6 +82,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -134,6 +145,10 @@ class Batch:
     refused: int
     errors: dict[str, int]
     threads_changed: bool
+    guard_buckets: dict[float, float] = field(default_factory=dict)
+    """The injection guard's own timing in the service over the batch: ``le`` → count of
+    ``agent_executor_guard_duration_seconds{guard="injection",target="request"}`` (cumulative)."""
+    guard_seconds: float = 0.0
 
     @property
     def us_per_message(self) -> float:
@@ -320,6 +335,49 @@ async def _post(session: aiohttp.ClientSession, url: str, text: str) -> str:
     return "refused" if code == "injection_detected" else code
 
 
+_GUARD_SERIES = "agent_executor_guard_duration_seconds"
+
+
+async def _guard_histogram(
+    session: aiohttp.ClientSession, service: GuardService
+) -> tuple[dict[float, float], float]:
+    """The service's histogram of the injection guard's time on requests: buckets and sum."""
+    async with session.get(f"{service.url}/metrics") as resp:
+        text = await resp.text()
+    buckets: dict[float, float] = {}
+    seconds = 0.0
+    for family in text_string_to_metric_families(text):
+        if family.name != _GUARD_SERIES:
+            continue
+        for sample in family.samples:
+            labels = sample.labels
+            if labels.get("guard") != "injection" or labels.get("target") != "request":
+                continue
+            if sample.name.endswith("_bucket"):
+                buckets[float(labels["le"])] = sample.value
+            elif sample.name.endswith("_sum"):
+                seconds = sample.value
+    return buckets, seconds
+
+
+def histogram_median(buckets: dict[float, float]) -> float | None:
+    """The median of cumulative ``le`` → count buckets, interpolated inside its bucket as
+    Prometheus' ``histogram_quantile`` does (``None`` without observations)."""
+    bounds = sorted(buckets)
+    total = buckets[bounds[-1]] if bounds else 0.0
+    if total <= 0:
+        return None
+    rank, lower, below = total / 2, 0.0, 0.0
+    for bound in bounds:
+        count = buckets[bound]
+        if count >= rank:
+            if math.isinf(bound):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
+        lower, below = bound, count
+    return lower
+
+
 async def run_batches(
     session: aiohttp.ClientSession, services: list[GuardService], texts: list[str], clients: int
 ) -> dict[str, Batch]:
@@ -338,6 +396,8 @@ async def run_batches(
     await asyncio.sleep(SETTLE_S)  # let the previous batch's last responses finish
     threads = {name: _threads(pid) for name, pid in pids.items()}
     before = {name: (proc_cpu_seconds(pid), _stat_cpu_seconds(pid)) for name, pid in pids.items()}
+    guarded = [s for s in services if s.guard]
+    histograms = {s.name: await _guard_histogram(session, s) for s in guarded}
     wall0 = time.perf_counter()
     queues = {s.name: list(reversed(texts)) for s in services}
     await asyncio.gather(
@@ -346,9 +406,13 @@ async def run_batches(
     wall = time.perf_counter() - wall0
     await asyncio.sleep(SETTLE_S)  # and this batch's, after their bodies were sent
     after = {name: (proc_cpu_seconds(pid), _stat_cpu_seconds(pid)) for name, pid in pids.items()}
+    for service in guarded:  # read after the CPU, so the scrape is not in the batch's CPU
+        (b0, s0), (b1, s1) = histograms[service.name], await _guard_histogram(session, service)
+        histograms[service.name] = ({le: b1[le] - b0.get(le, 0.0) for le in b1}, s1 - s0)
     batches = {}
     for name, pid in pids.items():
         counts = outcomes[name]
+        buckets, guard_seconds = histograms.get(name, ({}, 0.0))
         batches[name] = Batch(
             messages=len(texts),
             cpu_s=after[name][0] - before[name][0],
@@ -358,6 +422,8 @@ async def run_batches(
             refused=counts.get("refused", 0),
             errors={k: v for k, v in counts.items() if k not in ("ok", "refused")},
             threads_changed=_threads(pid) != threads[name],
+            guard_buckets=buckets,
+            guard_seconds=guard_seconds,
         )
     return batches
 
@@ -426,6 +492,8 @@ def summarise(text_set: TextSet, rounds: list[dict[str, Batch]]) -> dict[str, An
         "on_rounds": on,
         "off_rounds": off,
         "cost_us_per_1k_chars": cost / (text_set.chars / 1000),
+        "in_service_us_median": _in_service_median(rounds),
+        "in_service_us_mean": _in_service_mean(rounds),
         "score_text_us_median": statistics.median(text_set.score_us),
         "score_text_us_per_1k_chars": statistics.median(text_set.score_us)
         / (text_set.chars / 1000),
@@ -437,6 +505,21 @@ def summarise(text_set: TextSet, rounds: list[dict[str, Batch]]) -> dict[str, An
         "schedstat_vs_stat_max_rel_gap": stat_gap,
         "batches": [{k: _batch_dict(v) for k, v in r.items()} for r in rounds],
     }
+
+
+def _in_service_median(rounds: list[dict[str, Batch]]) -> float | None:
+    """Median µs of the guard's own timing in the service, all rounds' observations pooled."""
+    pooled: dict[float, float] = {}
+    for r in rounds:
+        for le, count in r["on"].guard_buckets.items():
+            pooled[le] = pooled.get(le, 0.0) + count
+    median = histogram_median(pooled)
+    return None if median is None else median * 1e6
+
+
+def _in_service_mean(rounds: list[dict[str, Batch]]) -> float | None:
+    count = sum(r["on"].guard_buckets.get(math.inf, 0.0) for r in rounds)
+    return sum(r["on"].guard_seconds for r in rounds) / count * 1e6 if count else None
 
 
 def _merged_errors(batches: list[Batch]) -> dict[str, int]:
@@ -457,20 +540,28 @@ def _batch_dict(b: Batch) -> dict[str, Any]:
         "refused": b.refused,
         "errors": b.errors,
         "threads_changed": b.threads_changed,
+        "guard_buckets": {str(le): n for le, n in b.guard_buckets.items()},
+        "guard_seconds": b.guard_seconds,
     }
 
 
 def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     head = (
         "| texts | msgs × rounds | guard on µs/msg | guard off µs/msg | guard cost µs/msg "
-        "[min–max] | per 1,000 chars | `score_text` µs (in-process) | refused (on) | target |"
+        "[min–max] | per 1,000 chars | in the service: median (mean) µs | "
+        "`score_text` µs (in-process) | refused (on) | target |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         per_round = row["messages_per_round"]
         msgs = f"{per_round[0]} × {len(per_round)}"
         refused = f"{row['refused_on']}/{row['messages']}"
         score = f"{row['score_text_us_median']:,.0f}"
+        inside = (
+            "—"
+            if row["in_service_us_median"] is None
+            else f"{row['in_service_us_median']:,.0f} ({row['in_service_us_mean']:,.0f})"
+        )
         if row["benign"]:
             cost = (
                 f"**{row['cost_us_per_message']:,.0f}** "
@@ -481,15 +572,17 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             cost = f"≤ {row['on_us_per_message']:,.0f} (upper bound: guard-on CPU per message)"
             per_1k = "—"
         target = ""
+        per_k = 1000 / row["chars"]
         if row["set"] == "short":
-            ok = row["cost_us_per_message"] <= TARGET_SHORT_US
-            target = f"≤ {TARGET_SHORT_US:.0f} µs/msg: {'met' if ok else 'MISSED'}"
+            target = f"≤ {TARGET_SHORT_US:.0f} µs/msg: " + _verdicts(row, 1.0, TARGET_SHORT_US)
         elif row["set"] == "long":
-            ok = row["cost_us_per_1k_chars"] <= TARGET_PER_1K_US
-            target = f"≤ {TARGET_PER_1K_US:.0f} µs per 1,000 chars: {'met' if ok else 'MISSED'}"
+            target = f"≤ {TARGET_PER_1K_US:.0f} µs per 1,000 chars: " + _verdicts(
+                row, per_k, TARGET_PER_1K_US
+            )
         lines.append(
             f"| {row['label']} | {msgs} | {row['on_us_per_message']:,.0f} | "
-            f"{row['off_us_per_message']:,.0f} | {cost} | {per_1k} | {score} | {refused} | "
+            f"{row['off_us_per_message']:,.0f} | {cost} | {per_1k} | {inside} | {score} | "
+            f"{refused} | "
             f"{target} |"
         )
     notes = [
@@ -516,6 +609,18 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         if row["threads_changed"]:
             notes.append(f"- {row['label']}: the service's threads changed during a batch.")
     return "\n".join(lines + notes)
+
+
+def _verdicts(row: dict[str, Any], scale: float, target: float) -> str:
+    """Met or missed, by the service's own timing of the guard (its median) and by on − off."""
+    inside = row["in_service_us_median"]
+    by_timing = "no timing" if inside is None else _met(inside * scale <= target)
+    by_cpu = _met(row["cost_us_per_message"] * scale <= target)
+    return f"in the service {by_timing}, on − off {by_cpu}"
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "MISSED"
 
 
 def _git() -> tuple[str, bool]:

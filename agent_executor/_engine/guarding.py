@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from time import perf_counter
 
 from ..errors import GuardRejection
 from ..guards import Guard, checks_content
@@ -30,8 +31,11 @@ async def check_guards(
     for guard in guards:
         if skip_counters and not checks_content(guard):
             continue
+        started = perf_counter()
         try:
             await guard.check(run.ctx)
         except GuardRejection as exc:
             telemetry.guard_refused(guard.name, exc.code.value, exc.message, rewritten=rewritten)
             raise RunFailed(exc.code, exc.message, exc.retry_after) from None
+        finally:
+            telemetry.guard_timed(guard.name, "request", perf_counter() - started)

@@ -166,6 +166,10 @@ class RunTelemetry:
             message,
         )
 
+    def guard_timed(self, guard: str, target: str, seconds: float) -> None:
+        """How long a guard took to judge a request or screen a tool result (refusals too)."""
+        self.metrics.guard_duration.labels(guard, target).observe(seconds)
+
     def budget_stopped(self) -> None:
         """A run's own spending limit stopped it (before a model call or during one)."""
         self.metrics.budget_refusals.labels("run").inc()

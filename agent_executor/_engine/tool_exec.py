@@ -58,7 +58,8 @@ class ToolExecutor:
         self._limits = limits
         self._hooks = hooks
         self._telemetry = telemetry
-        self._screens = tuple(screens)
+        # A screen is a guard (screens_among), named for the duration metric like one.
+        self._screens = tuple((getattr(s, "name", type(s).__name__), s) for s in screens)
         self._tool_results = tool_results
 
     async def run(
@@ -190,8 +191,12 @@ class ToolExecutor:
 
     async def _screen(self, tool: str, status: ToolStatus, result: str) -> tuple[ToolStatus, str]:
         """Let guards check the result for injected instructions before the model sees it."""
-        for screen in self._screens:
-            verdict = await screen.screen_tool_result(tool, result)
+        for name, screen in self._screens:
+            started = time.perf_counter()
+            try:
+                verdict = await screen.screen_tool_result(tool, result)
+            finally:
+                self._telemetry.guard_timed(name, "tool_result", time.perf_counter() - started)
             if verdict is not None:
                 result = verdict.text
                 if verdict.blocked:

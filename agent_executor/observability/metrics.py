@@ -19,7 +19,15 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from .._version import __version__
 from ..errors import ErrorCode
 
-__all__ = ["HOOK_POINTS", "MODES", "OUTCOMES", "TOOL_STATUSES", "UNKNOWN_TOOL", "Metrics"]
+__all__ = [
+    "GUARD_TARGETS",
+    "HOOK_POINTS",
+    "MODES",
+    "OUTCOMES",
+    "TOOL_STATUSES",
+    "UNKNOWN_TOOL",
+    "Metrics",
+]
 
 OUTCOMES: tuple[str, ...] = ("success", "cancelled", *(code.value for code in ErrorCode))
 TOOL_STATUSES: tuple[str, ...] = (
@@ -56,6 +64,11 @@ _COST_BUCKETS = (
     0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 )  # fmt: skip
 _TURN_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50)
+# A rule-based guard takes tens of microseconds, an LLM judge seconds: the buckets span both,
+# finest where the rules' cost targets lie (100 µs per message, 300 µs per 1,000 characters).
+_GUARD_BUCKETS = (0.000025, 0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.001, 0.002, 0.005, 0.01,
+                  0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)  # fmt: skip
+GUARD_TARGETS: tuple[str, ...] = ("request", "tool_result")
 
 
 class Metrics:
@@ -156,6 +169,13 @@ class Metrics:
             f"{_PREFIX}guard_rejections_total",
             "Runs refused by a guard.",
             ["guard", "code"],
+            registry=r,
+        )
+        self.guard_duration = Histogram(
+            f"{_PREFIX}guard_duration_seconds",
+            "Time a guard took to judge a run's request or to screen a tool's result.",
+            ["guard", "target"],
+            buckets=_GUARD_BUCKETS,
             registry=r,
         )
         self.hook_rejections = Counter(
@@ -290,7 +310,11 @@ class Metrics:
         self.llm_duration.labels(name)
         self.llm_cost.labels(name)
 
-    def register_guard(self, name: str, codes: Iterable[str]) -> None:
-        """Initialise a guard's rejection counters to 0."""
+    def register_guard(
+        self, name: str, codes: Iterable[str], targets: Iterable[str] = ("request",)
+    ) -> None:
+        """Initialise a guard's rejection counters and its duration for each target to 0."""
         for code in codes:
             self.guard_rejections.labels(name, code)
+        for target in targets:
+            self.guard_duration.labels(name, target)

@@ -22,7 +22,6 @@ from .normalisation import normalise
 from .word_gate import LiteralGate, WordGate
 
 __all__ = [
-    "ANY_ON_NORM",
     "COMPACT",
     "COMPACT_GATE",
     "FOLLOW_RE",
@@ -115,8 +114,6 @@ SCRIPT_RULES: Final = tuple(rule for rule in RULES if rule.non_latin)
 SCRIPT_GATE: Final = LiteralGate([rule.pattern for rule in SCRIPT_RULES])
 WORD_GATE: Final = WordGate([rule.pattern for rule in WORD_RULES])
 """Picks the word rules worth running from the words of a text (most texts need few or none)."""
-ANY_ON_NORM: Final = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in NORM_RULES))
-"""One pass that decides whether any rule of the normalised view can match."""
 NORM_GATE: Final = LiteralGate([rule.pattern for rule in NORM_RULES])
 """Picks the rules of the normalised view worth running from the strings they need."""
 
