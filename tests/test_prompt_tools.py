@@ -188,3 +188,30 @@ def test_auto_asks_litellms_model_data() -> None:
     assert with_tool_mode(native, "auto") is native
     assert isinstance(with_tool_mode(local, "auto"), PromptToolsModel)
     assert with_tool_mode(local, "native") is local
+
+
+# An answer with every kind of JSON escape: quotes, backslashes (one escaping the next), a
+# newline, \u escapes of accented letters, and emoji outside the BMP, which json.dumps writes as
+# surrogate pairs (\ud83d\ude00), as models that escape non-ASCII do.
+TRICKY = 'Say "hi" \\ and \\\\n: é, ✓, 😀 and 🎉.\nDone \\u0041.'
+
+
+async def test_a_streamed_answer_split_anywhere_decodes_to_the_answer() -> None:
+    raw = step("final_answer", thought="Ready.", answer=TRICKY)
+    for size in range(1, 14):
+        model = NoToolsModel([text_turn(raw, chunk_size=size)])
+        events = await stream(agent_on(model), "Greet me.")
+        pieces = [e.text for e in events if isinstance(e, MessageEvent)]
+        assert "".join(pieces) == TRICKY, size
+        for piece in pieces:  # no piece is half a surrogate pair: each encodes as UTF-8
+            piece.encode("utf-8")
+        assert len(pieces) > 2, size  # streamed while the string was open
+
+
+async def test_a_long_answer_streams_in_pieces_no_larger_than_its_chunks() -> None:
+    answer = "word " * 4000
+    model = NoToolsModel([text_turn(step("final_answer", answer=answer), chunk_size=7)])
+    events = await stream(agent_on(model), "Talk.")
+    pieces = [e.text for e in events if isinstance(e, MessageEvent)]
+    assert "".join(pieces) == answer
+    assert max(map(len, pieces)) <= 7  # each chunk's own text, decoded as it came
