@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._engine import Approvals, Driver, ModelTurns, ReactLoop, ToolRunner
+from ._engine import Approvals, Driver, ModelTurns, ReactLoop, SummarySpend, ToolRunner
 from ._engine.compaction import Compactor
 from .approvals import ApprovalSigner
 from .delegation import AgentTool, Handoff
@@ -114,6 +114,7 @@ class AgentExecutor(ServedAgent):
             tool_results=tool_results,
             output_guard=output_guard is not None,
             commands=commands,
+            prices=prices,
         )
         self.model, self.tools = chat_model, registry
         self._toolkits = [item for item in tools if isinstance(item, Toolkit)]
@@ -142,12 +143,18 @@ class AgentExecutor(ServedAgent):
             reasoning_events,
             self.model_health,
             default_prices() if prices is None else prices,
-            self._compactor_of(self._settings.model_policy.context_window),
+            self._compactor_of(
+                self._settings.model_policy.context_window,
+                default_prices() if prices is None else prices,
+            ),
         )
 
-    def _compactor_of(self, window: int | Literal["auto"] | None) -> Compactor | None:
+    def _compactor_of(
+        self, window: int | Literal["auto"] | None, prices: PriceTable
+    ) -> Compactor | None:
         """What keeps a run's requests within the model's ``window`` (``"auto"``: litellm's
-        data for the model): summaries by the history compressor's model, else the agent's."""
+        data for the model): summaries by the history compressor's model, else the agent's,
+        each spent as a model call of the run."""
         if window == "auto":
             window = model_window(self.model.name)
         if window is None:
@@ -155,7 +162,8 @@ class AgentExecutor(ServedAgent):
         summariser = self._compressor or HistoryCompressor(
             self.model, max_tokens=window, keep_recent_tokens=window // 2
         )
-        return Compactor(window, summariser)
+        spend = SummarySpend(summariser.model.name, prices, self.metrics, self._hooks)
+        return Compactor(window, summariser, spend)
 
     def _react_driver(self, turns: ModelTurns, settings: Settings) -> Driver:
         """The driver of this agent's runs: its ReAct loop over ``turns`` and its tools."""

@@ -25,6 +25,7 @@ from ._engine import (
     RequestOrigin,
     RunSettings,
     RunTelemetry,
+    SummarySpend,
     ToolRunner,
     drop,
 )
@@ -41,6 +42,7 @@ from .resources import aclose_all
 from .results import AgentResult
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits
 from .slash import SlashCommand, SlashCommands
+from .spend import PriceTable, default_prices
 from .tools import Tool, ToolResults
 
 if TYPE_CHECKING:
@@ -59,7 +61,9 @@ class ServedAgent:
     ``metrics`` is the prometheus registry to record into (default: prometheus-client's);
     ``tool_results`` is where client tools' answers arrive (several agents of one service may
     share one, and with a relay it spans replicas). ``commands`` are the agent's own slash
-    commands, besides ``/help`` and ``/reset`` (:mod:`agent_executor.slash`).
+    commands, besides ``/help`` and ``/reset`` (:mod:`agent_executor.slash`). ``prices``
+    price the ``history_compressor``'s summary calls, which are charged to the runs they
+    shorten (default: litellm's cost map).
     """
 
     _driver: Driver
@@ -80,6 +84,7 @@ class ServedAgent:
         tool_results: ToolResults | None = None,
         output_guard: bool = False,
         commands: Sequence[SlashCommand] = (),
+        prices: PriceTable | None = None,
     ) -> None:
         self.name, self.description = name, description
         self._settings = settings
@@ -95,7 +100,19 @@ class ServedAgent:
         self._telemetry = RunTelemetry(
             self.metrics, Tracing(tracer), name, model_name, output_guard=output_guard
         )
-        self._conversations = Conversations(self.memory, history_compressor, self.metrics)
+        summaries = (
+            None
+            if history_compressor is None
+            else SummarySpend(
+                history_compressor.model.name,
+                default_prices() if prices is None else prices,
+                self.metrics,
+                self._hooks,
+            )
+        )
+        self._conversations = Conversations(
+            self.memory, history_compressor, self.metrics, summaries
+        )
         concurrency = settings.concurrency
         self._gate = ConcurrencyGate(
             concurrency.max_concurrency,

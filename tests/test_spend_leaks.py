@@ -1,6 +1,7 @@
 """Spend that cannot leak (issue #30): a model call cut by the run's own limit is charged,
 once, to the run's usage, the user's budget and the model metrics alike; the calls of a
-``ModelRouter`` and of a group's moderator are priced and charged; a cancelled nested run
+``ModelRouter``, of a group's moderator and of the history summariser (on a long session and
+inside a long run) are priced and charged; a cancelled nested run
 leaves what it spent to its caller and a failed one's ``done`` says what it spent; an empty
 ``--prices`` is accepted. Through the public API on scripted models (memory store), and
 through the real service on the fake OpenAI-compatible server."""
@@ -590,3 +591,88 @@ def test_through_the_service_the_agents_files_router_is_priced_and_charged(
         for model in (router_model, agent_model)
     }
     assert cost == pytest.approx({router_model: routing_cost, agent_model: run_cost})
+
+
+# -- the summariser's calls -------------------------------------------------------------------
+
+SUMMARY_PRICES = PriceTable(
+    {"leaky": LEAKY, "summariser": Price(input=1.0, output=2.0)}, defaults=False
+)
+
+
+def long_history() -> list[Any]:
+    """A stored conversation of about 2,400 tokens: past a compressor's 1,000."""
+    from agent_executor import AssistantMessage, UserMessage
+
+    return [
+        message
+        for i in range(6)
+        for message in (UserMessage(content=f"question {i} {LONG}"), AssistantMessage(content="ok"))
+    ]
+
+
+async def test_a_history_summary_is_charged_to_the_run_the_budget_and_the_metrics() -> None:
+    from agent_executor import HistoryCompressor
+
+    registry = CollectorRegistry()
+    budget = UserBudget("10000tokens/day", metrics=registry)
+    seen = Seen()
+    summariser = ScriptedModel([text_turn("They talked.", usage=(2400, 30))], name="summariser")
+    executor = AgentExecutor(
+        model=ScriptedModel([text_turn("Hello.", usage=(300, 5))], name="leaky"),
+        guards=[budget],
+        hooks=[budget, seen],
+        prices=SUMMARY_PRICES,
+        metrics=registry,
+        history_compressor=HistoryCompressor(summariser, max_tokens=1000, keep_recent_tokens=500),
+    )
+    await executor.memory.append("ann", "s", long_history())
+
+    *_, done = await events_of(
+        executor, AgentCommand(user_prompt="hi", user_id="ann", session_id="s")
+    )
+
+    assert isinstance(done, DoneEvent) and done.finish_reason == "stop"
+    summary_cost = (2400 * 1.0 + 30 * 2.0) / 1_000_000
+    assert spent(done.usage) == usage_of(300 + 2400, 5 + 30, LEAKY) | {
+        "cost_usd": pytest.approx((300 * 100.0 + 5 * 300.0) / 1_000_000 + summary_cost)
+    }
+    assert (await budget.usage("ann")).spent == 300 + 2400 + 5 + 30  # what done said
+    assert (
+        sample(registry, "agent_executor_llm_tokens_total", model="summariser", type="input")
+        == 2400
+    )
+    assert sample(registry, "agent_executor_llm_cost_usd_total", model="summariser") == (
+        pytest.approx(summary_cost)
+    )
+    assert (
+        sample(registry, "agent_executor_llm_requests_total", model="summariser", outcome="success")
+        == 1
+    )
+    assert [r.finish_reason for r in seen.responses] == ["summary", "stop"]
+
+
+async def test_a_summary_inside_a_long_run_is_charged_too() -> None:
+    from agent_executor import HistoryCompressor, ModelPolicy
+
+    registry = CollectorRegistry()
+    summariser = ScriptedModel([text_turn("Pages 1-3 read.", usage=(900, 20))], name="summariser")
+    turns = [tool_turn(call("lookup", {"city": LONG}), usage=(100, 10)) for _ in range(3)]
+    executor = AgentExecutor(
+        model=ScriptedModel([*turns, text_turn("Done.", usage=(100, 3))], name="leaky"),
+        tools=[lookup],
+        prices=SUMMARY_PRICES,
+        metrics=registry,
+        model_policy=ModelPolicy(context_window=1500),
+        history_compressor=HistoryCompressor(summariser, max_tokens=100_000),
+    )
+
+    events = await events_of(executor, "Read the pages.")
+
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.finish_reason == "stop", done
+    assert any(e.type == "compacted" for e in events)
+    assert done.usage is not None and done.usage.input_tokens == 3 * 100 + 100 + 900
+    assert (
+        sample(registry, "agent_executor_llm_tokens_total", model="summariser", type="input") == 900
+    )

@@ -21,6 +21,7 @@ from .model_turn import ModelHealth, ModelTurns
 from .orchestrator import Orchestrator
 from .state import RequestOrigin, RunCommand, drop
 from .stream import EventStream
+from .summary_spend import SummarySpend
 from .telemetry import RunTelemetry
 from .tool_calls import ToolRunner
 
@@ -39,6 +40,7 @@ __all__ = [
     "RunCommand",
     "RunSettings",
     "RunTelemetry",
+    "SummarySpend",
     "ToolRunner",
     "drop",
 ]

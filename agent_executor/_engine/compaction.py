@@ -22,6 +22,7 @@ summary that fails is logged, and the call goes out uncompacted.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, Us
 from ..models.base import ModelRequest
 from .budget import estimate_input_tokens
 from .state import RunState
+from .summary_spend import SummarySpend
 
 __all__ = ["SUMMARY_HEADING", "Compactor"]
 
@@ -46,11 +48,14 @@ class Compactor:
     """Keeps each model request of a run within ``window`` tokens (see the module
     docstring); ``summariser`` writes the summaries."""
 
-    __slots__ = ("_summariser", "_window")
+    __slots__ = ("_spend", "_summariser", "_window")
 
-    def __init__(self, window: int, summariser: HistoryCompressor) -> None:
+    def __init__(
+        self, window: int, summariser: HistoryCompressor, spend: SummarySpend | None = None
+    ) -> None:
         self._window = window
         self._summariser = summariser
+        self._spend = spend
 
     async def fit(self, run: RunState, tools: list[dict[str, Any]], params: dict[str, Any]) -> None:
         """Compact ``run.messages`` if the next request would not fit."""
@@ -63,12 +68,15 @@ class Compactor:
         if plan is None:
             return
         system, task, old, kept = plan
+        started = time.perf_counter()
         try:
-            summary = await self._summariser.summarise([*_earlier_summary(system), *old])
+            summary = await self._summariser.summary([*_earlier_summary(system), *old])
         except Exception as exc:  # a failed summary must not fail the run
             logger.warning("compaction inside the run failed, sending it whole: %s", exc)
             return
-        head = SystemMessage(content=_prompt(system) + SUMMARY_HEADING + summary)
+        if self._spend is not None:
+            await self._spend.charge(run, summary.usage, started)
+        head = SystemMessage(content=_prompt(system) + SUMMARY_HEADING + summary.text)
         messages: list[Message] = [head, *([task] if task is not None else []), *kept]
         count = len(run.messages)
         run.messages = messages

@@ -244,7 +244,7 @@ class Driver:
         template = command.system_prompt or self._settings.system_prompt
         system = _with_format(_rendered(template, command), output)
         run.messages = [SystemMessage(content=system)] if system else []
-        history = await self._conversations.load(command)
+        history = await self._conversations.load(run, command)
         if command.messages is not None:
             if paused is not None:
                 history = before_paused(history, paused) or []

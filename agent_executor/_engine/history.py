@@ -9,6 +9,7 @@ so the history never holds a tool call without its result.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from ..approvals import PendingRun, PendingRunStore
@@ -20,10 +21,11 @@ from ..memory import (
     InMemoryConversationStore,
     compact_history,
 )
-from ..messages import AssistantMessage, Message, ToolMessage, UserMessage
+from ..messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
 from ..observability import Metrics
 from ..results import ErrorInfo
 from .state import RunFailed, RunState
+from .summary_spend import SummarySpend
 
 __all__ = ["Conversations", "before_paused"]
 
@@ -34,20 +36,26 @@ class Conversations:
     """Loads and saves the sessions' conversations, and keeps their paused runs (in the
     conversation store when it can keep them, else in this process's memory)."""
 
-    __slots__ = ("_compressor", "_metrics", "memory", "pending_store")
+    __slots__ = ("_compressor", "_metrics", "_spend", "memory", "pending_store")
 
     def __init__(
-        self, memory: ConversationStore, compressor: HistoryCompressor | None, metrics: Metrics
+        self,
+        memory: ConversationStore,
+        compressor: HistoryCompressor | None,
+        metrics: Metrics,
+        spend: SummarySpend | None = None,
     ) -> None:
         self.memory = memory
         self._compressor = compressor
         self._metrics = metrics
+        self._spend = spend
         self.pending_store: PendingRunStore = (
             memory if isinstance(memory, PendingRunStore) else InMemoryConversationStore()
         )
 
-    async def load(self, command: AgentCommand) -> list[Message]:
-        """The history the run continues (empty without messages or a session)."""
+    async def load(self, run: RunState, command: AgentCommand) -> list[Message]:
+        """The history ``run`` continues (empty without messages or a session); a summary
+        made to shorten it is charged to ``run``."""
         if command.messages is not None:
             return list(command.messages)
         if command.session_id is None:
@@ -63,6 +71,12 @@ class Conversations:
             ) from None
         if self._compressor is None:
             return history
+        spend, started = self._spend, time.perf_counter()
+
+        async def spent(usage: Usage | None) -> None:
+            if spend is not None:
+                await spend.charge(run, usage, started)
+
         return await compact_history(
             self._compressor,
             self.memory,
@@ -70,6 +84,7 @@ class Conversations:
             command.session_id,
             history,
             self._metrics,
+            spent=spent,
         )
 
     async def load_paused(self, command: AgentCommand) -> PendingRun:

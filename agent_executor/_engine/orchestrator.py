@@ -79,7 +79,7 @@ async def conduct(
             f"{run.ctx.agent} runs its agents' tools itself: client tools that hand their calls "
             "back are for agents",
         )
-    run.messages = await conversations.load(command)
+    run.messages = await conversations.load(run, command)
     run.history = list(run.messages)
     if command.approvals is None:
         run.add(UserMessage(content=command.user_prompt))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -28,6 +28,7 @@ from ..messages import (
     Message,
     SystemMessage,
     ToolMessage,
+    Usage,
     UserMessage,
     to_openai_messages,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "SUMMARY_PREFIX",
     "Compression",
     "HistoryCompressor",
+    "Summary",
     "TokenCounter",
     "compact_history",
     "estimate_tokens",
@@ -102,13 +104,24 @@ def litellm_token_counter(model_name: str) -> TokenCounter:
 
 
 @dataclass(frozen=True, slots=True)
+class Summary:
+    """What one summary call wrote, and what its provider reported it used (``None``: no
+    usage in the stream)."""
+
+    text: str
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Compression:
     """One compression: ``old`` (the prefix that was summarised) became ``summary``;
-    ``recent`` (the turns after it) is kept as it was."""
+    ``recent`` (the turns after it) is kept as it was. ``usage`` is what the summary call
+    used, which the executor charges to the run like any model call."""
 
     old: list[Message]
     summary: SystemMessage
     recent: list[Message]
+    usage: Usage | None = None
 
     @property
     def messages(self) -> list[Message]:
@@ -176,11 +189,16 @@ class HistoryCompressor:
         if parts is None:
             return None
         old, recent = parts
-        text = await self.summarise(old)
-        return Compression(old, SystemMessage(content=SUMMARY_PREFIX + text), recent)
+        summary = await self.summary(old)
+        content = SUMMARY_PREFIX + summary.text
+        return Compression(old, SystemMessage(content=content), recent, summary.usage)
 
     async def summarise(self, messages: Sequence[Message]) -> str:
         """One streamed model call, without tools, that summarises ``messages``."""
+        return (await self.summary(messages)).text
+
+    async def summary(self, messages: Sequence[Message]) -> Summary:
+        """:meth:`summarise`, with what the call used (for its spend to be counted)."""
         request = ModelRequest(
             [
                 SystemMessage(content=self.instructions),
@@ -188,11 +206,11 @@ class HistoryCompressor:
             ]
         )
         with anyio.fail_after(self.timeout):
-            text = await _collect(self.model.stream(request))
+            text, usage = await _collect(self.model.stream(request))
         text = text.strip()
         if not text:
             raise ModelError("the summariser returned no text")
-        return text
+        return Summary(text, usage)
 
 
 async def compact_history(
@@ -202,12 +220,15 @@ async def compact_history(
     session_id: str,
     history: list[Message],
     metrics: Metrics,
+    *,
+    spent: Callable[[Usage | None], Awaitable[None]] | None = None,
 ) -> list[Message]:
     """The history a run should use: compressed (and written back) when it is long enough.
 
     Never fails for a failed summary: that is logged, counted, and the full history is used.
     When the store is not a :class:`CompactableStore`, or the session changed since it was
-    loaded, the compression serves this run only.
+    loaded, the compression serves this run only. ``spent`` is given the summary call's usage
+    when one was made (the executor charges it to the run).
     """
     try:
         result = await compressor.compress(history)
@@ -224,6 +245,8 @@ async def compact_history(
         return history
     if result is None:
         return history
+    if spent is not None:
+        await spent(result.usage)
     metrics.history_compressions.inc()
     logger.info(
         "history compressed: %d messages summarised, %d kept", len(result.old), len(result.recent)
@@ -277,14 +300,18 @@ def _cut_points(messages: Sequence[Message]) -> list[int]:
     return cuts
 
 
-async def _collect(stream: AsyncIterator[ModelChunk]) -> str:
+async def _collect(stream: AsyncIterator[ModelChunk]) -> tuple[str, Usage | None]:
+    """The streamed text, and the last usage reported (providers send the call's total last)."""
     texts: list[str] = []
+    usage: Usage | None = None
     try:
         async for chunk in stream:
             if chunk.text:
                 texts.append(chunk.text)
+            if chunk.usage is not None:
+                usage = chunk.usage
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
-    return "".join(texts)
+    return "".join(texts), usage
