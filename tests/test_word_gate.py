@@ -132,3 +132,34 @@ def test_a_literal_pattern_runs_only_when_every_clause_is_there() -> None:
     assert gate.candidates("please send them to bob@example.org") == [0]
     assert gate.candidates("please send them over") == []
     assert gate.candidates("<|im_start|>system") == [1]
+
+
+DIRECT = Path(__file__).parent / "data" / "injection_direct.jsonl.gz"
+"""Public short attacks, leetspeak and encoded ones among them (tests/data/SOURCES.md)."""
+
+
+def _deleet_token_by_token(text: str, table: dict[int, int]) -> str:
+    """The definition: every run of letters and leet characters that holds both is read
+    through ``table``; runs of letters only, or of leet characters only, stay."""
+
+    def read(match: re.Match[str]) -> str:
+        token = match.group()
+        mixed = any(c.isalpha() for c in token) and not token.isalpha()
+        return token.translate(table) if mixed else token
+
+    return re.sub(r"[a-z0-9@$!|]{2,}", read, text)
+
+
+def test_leetspeak_is_read_in_exactly_the_tokens_that_mix_letters_and_leet() -> None:
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+    for corpus in (MULTILINGUAL, DIRECT):
+        with gzip.open(corpus, "rt", encoding="utf-8") as lines:
+            rows += [json.loads(line) for line in lines]
+    changed = 0
+    for row in rows:
+        norm = normalisation.normalise(row["text"])
+        for table in (normalisation.LEET_I, normalisation.LEET_L):
+            read = normalisation.deleet(norm, table)
+            assert read == _deleet_token_by_token(norm, table), row["text"]
+            changed += read != norm
+    assert changed > 100  # the corpora hold leetspeak, and ids such as "mp3"

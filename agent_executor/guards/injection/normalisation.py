@@ -65,7 +65,11 @@ _CONFUSABLES = str.maketrans(
 _SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")  # runs of 2+, or one that is not " "
 _NEWLINES_RE = re.compile(r" ?\n[\s]*")
 _PUNCT_RE = re.compile(r"[^\w\n ]")
-_LEET_TOKEN_RE = re.compile(r"[a-z0-9@$!|]{2,}")
+_MIXED_TOKEN_RE = re.compile(
+    r"(?<![a-z0-9@$!|])[a-z0-9@$!|]*?(?:[a-z][0-9@$!|]|[0-9@$!|][a-z])[a-z0-9@$!|]*"
+)
+"""A token (a run of letters and leet characters) that mixes both: it has a letter beside a
+leet character somewhere, so one regex finds it and plain words cost no Python call."""
 _LEET_HINT_RE = re.compile(r"[a-z][0134578@$|!]|[0134578@$|][a-z]")
 LEET_I = str.maketrans("0134578@$!|", "oieastbasil")
 """Leetspeak read with ``1`` and ``|`` as ``i``."""
@@ -126,22 +130,11 @@ def mixed_scripts(text: str) -> bool:
 
 def deleet(text: str, table: dict[int, int]) -> str:
     """Leetspeak read as letters, only in tokens that mix letters and leet characters."""
-
-    def swap(match: re.Match[str]) -> str:
-        token = match.group()
-        if not any(ch.isalpha() for ch in token) or token.isalpha():
-            return token
-        return token.translate(table)
-
-    return _LEET_TOKEN_RE.sub(swap, text)
+    return _MIXED_TOKEN_RE.sub(lambda match: match.group().translate(table), text)
 
 
 _LEET_MARGIN = 200
 """Characters kept around a leet token in a long text's reading: more than any rule spans."""
-
-
-def _mixed(token: str) -> bool:
-    return not token.isalpha() and any(ch.isalpha() for ch in token)
 
 
 def leet_readings(norm: str) -> list[str]:
@@ -156,7 +149,7 @@ def leet_readings(norm: str) -> list[str]:
     if len(norm) <= 4 * _LEET_MARGIN:
         pieces = [norm]
     else:
-        leet = [m.span() for m in _LEET_TOKEN_RE.finditer(norm) if _mixed(m.group())]
+        leet = [m.span() for m in _MIXED_TOKEN_RE.finditer(norm)]
         regions = around(leet, _LEET_MARGIN, len(norm))
         pieces = [norm[_word_start(norm, a) : _word_end(norm, b)] for a, b in regions]
     out = []
