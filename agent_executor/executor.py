@@ -133,6 +133,7 @@ class AgentExecutor(ServedAgent):
         prices: PriceTable | None,
     ) -> ModelTurns:
         """How this agent's model is called, turn by turn."""
+        table = default_prices() if prices is None else prices
         return ModelTurns(
             self.model,
             self._settings.model_policy,
@@ -142,11 +143,8 @@ class AgentExecutor(ServedAgent):
             output_guard,
             reasoning_events,
             self.model_health,
-            default_prices() if prices is None else prices,
-            self._compactor_of(
-                self._settings.model_policy.context_window,
-                default_prices() if prices is None else prices,
-            ),
+            table,
+            self._compactor_of(self._settings.model_policy.context_window, table),
         )
 
     def _compactor_of(

@@ -151,7 +151,7 @@ class _Reply:
 
     Every chunk costs time in its own length only: the steps are found, and the final answer
     decoded, from what each chunk adds (decoding the whole open answer again at every chunk
-    made a long answer quadratic: 12 s of CPU for 32,000 characters).
+    made a long answer quadratic: about 10 s of CPU for 32,000 characters).
     """
 
     __slots__ = ("_scanned", "_streamed", "_texts", "answered", "calls", "problem")
