@@ -191,3 +191,49 @@ def test_any_split_and_interleaving_assembles_to_the_same_calls(
         for i, (name, arguments) in enumerate(calls)
     ]
     assert sorted(assembled, key=lambda c: c.id) == expected
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='{}[]"\\:, ab\n'),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=8,
+)
+argument_texts = st.one_of(
+    json_values.map(json.dumps),
+    st.tuples(
+        st.sampled_from(["", " ", "\n\t"]),
+        json_values.map(json.dumps),
+        st.sampled_from(["", " ", "\r\n", "}", "{}", ' "x"', "]"]),
+    ).map("".join),
+    st.text(alphabet='{}[]"\\:, a1\n', max_size=30),
+)
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+@given(text=argument_texts, cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=12))
+def test_complete_arguments_is_json_loads_after_every_fragment(text: str, cuts: list[int]) -> None:
+    """What a call's arguments are, read fragment by fragment, is what parsing all of them
+    again says, at every fragment (a call ends, and an eager tool starts, on it)."""
+    from agent_executor._engine.assembler import _PartialCall
+
+    call, seen = _PartialCall(), ""
+    for piece in split_at(text, cuts):
+        call.absorb(ToolCallDelta(index=0, arguments=piece))
+        seen += piece
+        assert call.complete_arguments() == _is_object(seen), seen
+
+
+def test_a_long_argument_in_small_fragments_assembles_whole() -> None:
+    content = 'function f(x) { return {a: x, s: "}"}; }\n' * 2000  # ~80,000 characters
+    arguments = json.dumps({"path": "a.js", "content": content})
+    deltas = [ToolCallDelta(index=0, id="c1", name="write_file")]
+    deltas += [
+        ToolCallDelta(index=0, arguments=arguments[i : i + 4]) for i in range(0, len(arguments), 4)
+    ]
+    assert assemble(*deltas) == [ToolCall(id="c1", name="write_file", arguments=arguments)]

@@ -33,7 +33,17 @@ __all__ = ["ToolCallAssembler"]
 
 
 class _PartialCall:
-    __slots__ = ("arguments", "fields", "handed_out", "id", "indexed", "name", "result")
+    __slots__ = (
+        "_complete",
+        "_shape",
+        "arguments",
+        "fields",
+        "handed_out",
+        "id",
+        "indexed",
+        "name",
+        "result",
+    )
 
     def __init__(self) -> None:
         self.indexed = False
@@ -43,6 +53,8 @@ class _PartialCall:
         self.fields: dict[str, Any] = {}
         self.handed_out = False
         self.result: ToolCall | None = None
+        self._shape = _Shape()
+        self._complete: bool | None = None  # complete_arguments() of the arguments so far
 
     def absorb(self, delta: ToolCallDelta) -> None:
         if delta.id and not self.id:
@@ -52,6 +64,8 @@ class _PartialCall:
             self.name = name if not self.name else self.name + name
         if delta.arguments:
             self.arguments.append(delta.arguments)
+            self._shape.read(delta.arguments)
+            self._complete = None
         if delta.provider_fields:
             self.fields.update(delta.provider_fields)
 
@@ -66,10 +80,11 @@ class _PartialCall:
         return bool(delta.arguments) and self.complete_arguments()
 
     def complete_arguments(self) -> bool:
-        try:
-            return isinstance(json.loads("".join(self.arguments)), dict)
-        except ValueError:
-            return False
+        """Whether the arguments so far are one whole JSON object. Asked at every fragment,
+        so parsed only when :class:`_Shape` says they may be one, and once."""
+        if self._complete is None:
+            self._complete = self._shape.closed and _is_object("".join(self.arguments))
+        return self._complete
 
     def complete(self, taken: set[str]) -> ToolCall:
         if self.result is None:
@@ -83,6 +98,62 @@ class _PartialCall:
             )
         taken.add(self.id)
         return self.result
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+class _Shape:
+    """The outline of JSON text read a fragment at a time, each character once: whether it
+    is, so far, one object whose braces have closed with only whitespace after. A fragment
+    costs its own length, where parsing all the arguments at every fragment made a long
+    argument (a file a tool writes) quadratic."""
+
+    __slots__ = ("_depth", "_escape", "_in_string", "_state")
+
+    _EMPTY, _OPEN, _CLOSED, _OTHER = range(4)
+
+    def __init__(self) -> None:
+        self._state = self._EMPTY
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+
+    @property
+    def closed(self) -> bool:
+        return self._state == self._CLOSED
+
+    def read(self, text: str) -> None:
+        if self._state == self._OTHER:
+            return
+        for char in text:
+            if self._state != self._OPEN:
+                if char in " \t\r\n":
+                    continue
+                if self._state == self._EMPTY and char == "{":
+                    self._state, self._depth = self._OPEN, 1
+                    continue
+                self._state = self._OTHER  # not an object, or more after one
+                return
+            if self._in_string:
+                if self._escape:
+                    self._escape = False
+                elif char == "\\":
+                    self._escape = True
+                elif char == '"':
+                    self._in_string = False
+            elif char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+            elif char in "}]":
+                self._depth -= 1
+                if self._depth == 0:
+                    self._state = self._CLOSED
 
 
 class ToolCallAssembler:
