@@ -676,3 +676,31 @@ async def test_a_summary_inside_a_long_run_is_charged_too() -> None:
     assert (
         sample(registry, "agent_executor_llm_tokens_total", model="summariser", type="input") == 900
     )
+
+
+async def test_a_failed_summary_spends_nothing_and_counts_as_a_failed_call() -> None:
+    from agent_executor import HistoryCompressor
+
+    registry = CollectorRegistry()
+    seen = Seen()
+    summariser = ScriptedModel([ModelError("the summariser is down")], name="summariser")
+    executor = AgentExecutor(
+        model=ScriptedModel([text_turn("Hello.", usage=(300, 5))], name="leaky"),
+        hooks=[seen],
+        prices=SUMMARY_PRICES,
+        metrics=registry,
+        history_compressor=HistoryCompressor(summariser, max_tokens=1000, keep_recent_tokens=500),
+    )
+    await executor.memory.append("ann", "s", long_history())
+
+    *_, done = await events_of(
+        executor, AgentCommand(user_prompt="hi", user_id="ann", session_id="s")
+    )
+
+    assert isinstance(done, DoneEvent) and done.finish_reason == "stop"  # the full history
+    assert spent(done.usage) == usage_of(300, 5, LEAKY)
+    requests = "agent_executor_llm_requests_total"
+    assert sample(registry, requests, model="summariser", outcome="error") == 1
+    assert sample(registry, requests, model="summariser", outcome="success") == 0
+    assert sample(registry, "agent_executor_history_compression_failures_total") == 1
+    assert [r.finish_reason for r in seen.responses] == ["stop"]

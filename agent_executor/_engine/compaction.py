@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ModelError
 from ..events import CompactedEvent
 from ..memory.compression import HistoryCompressor
 from ..messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
@@ -73,6 +74,8 @@ class Compactor:
             summary = await self._summariser.summary([*_earlier_summary(system), *old])
         except Exception as exc:  # a failed summary must not fail the run
             logger.warning("compaction inside the run failed, sending it whole: %s", exc)
+            if self._spend is not None and isinstance(exc, (ModelError, TimeoutError)):
+                await self._spend.charge(run, None, started, ok=False)
             return
         if self._spend is not None:
             await self._spend.charge(run, summary.usage, started)

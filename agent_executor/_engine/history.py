@@ -73,9 +73,9 @@ class Conversations:
             return history
         spend, started = self._spend, time.perf_counter()
 
-        async def spent(usage: Usage | None) -> None:
+        async def spent(usage: Usage | None, ok: bool) -> None:
             if spend is not None:
-                await spend.charge(run, usage, started)
+                await spend.charge(run, usage, started, ok=ok)
 
         return await compact_history(
             self._compressor,

@@ -7,7 +7,8 @@ model. Those calls are made for the run, so they are spent like its turns
 model's name, added to the run's usage (so ``done`` and ``run_cost_usd`` include them, and a
 per-run limit sees them), and given to the ``after_model`` hooks, so a ``UserBudget`` charges
 them to the user (``finish_reason`` ``"summary"``, no text). A summary that failed spends
-nothing here; ``history_compression_failures_total`` counts it.
+nothing and counts as a failed model call (``llm_requests_total{outcome="error"}``), as the
+run's own failed calls do.
 """
 
 from __future__ import annotations
@@ -40,9 +41,14 @@ class SummarySpend:
         self._spend = CallSpend(model, prices, self._calls)
         self._hooks = hooks
 
-    async def charge(self, run: RunState, usage: Usage | None, started: float) -> None:
-        """A summary call that began at ``started`` (``perf_counter``) answered with ``usage``."""
-        self._calls.call().record(started, usage, ok=True)
+    async def charge(
+        self, run: RunState, usage: Usage | None, started: float, *, ok: bool = True
+    ) -> None:
+        """A summary call that began at ``started`` (``perf_counter``) answered with ``usage``,
+        or (``ok=False``) failed: counted as a failed model call, spending nothing."""
+        self._calls.call().record(started, usage, ok=ok)
+        if not ok:
+            return
         spent = self._spend.answered(usage)
         if spent is None:
             return

@@ -221,14 +221,15 @@ async def compact_history(
     history: list[Message],
     metrics: Metrics,
     *,
-    spent: Callable[[Usage | None], Awaitable[None]] | None = None,
+    spent: Callable[[Usage | None, bool], Awaitable[None]] | None = None,
 ) -> list[Message]:
     """The history a run should use: compressed (and written back) when it is long enough.
 
     Never fails for a failed summary: that is logged, counted, and the full history is used.
     When the store is not a :class:`CompactableStore`, or the session changed since it was
-    loaded, the compression serves this run only. ``spent`` is given the summary call's usage
-    when one was made (the executor charges it to the run).
+    loaded, the compression serves this run only. ``spent`` is told of every summary call:
+    its usage and ``True`` when it answered, ``None`` and ``False`` when the model failed or
+    took too long (the executor counts and charges it like the run's own calls).
     """
     try:
         result = await compressor.compress(history)
@@ -242,11 +243,13 @@ async def compact_history(
             logger.exception("history compression failed, using the full history")
             return history
         logger.warning("history compression failed, using the full history: %s", reason)
+        if spent is not None:
+            await spent(None, False)
         return history
     if result is None:
         return history
     if spent is not None:
-        await spent(result.usage)
+        await spent(result.usage, True)
     metrics.history_compressions.inc()
     logger.info(
         "history compressed: %d messages summarised, %d kept", len(result.old), len(result.recent)
