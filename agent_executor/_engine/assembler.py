@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from .._json_outline import JsonOutline
 from ..messages import ToolCall
 from ..models.base import ToolCallDelta
 
@@ -108,20 +109,17 @@ def _is_object(text: str) -> bool:
 
 
 class _Shape:
-    """The outline of JSON text read a fragment at a time, each character once: whether it
-    is, so far, one object whose braces have closed with only whitespace after. A fragment
-    costs its own length, where parsing all the arguments at every fragment made a long
-    argument (a file a tool writes) quadratic."""
+    """Whether JSON text read a fragment at a time is, so far, one object whose braces have
+    closed with only whitespace after. A fragment costs its own length, where parsing all
+    the arguments at every fragment made a long argument (a file a tool writes) quadratic."""
 
-    __slots__ = ("_depth", "_escape", "_in_string", "_state")
+    __slots__ = ("_outline", "_state")
 
     _EMPTY, _OPEN, _CLOSED, _OTHER = range(4)
 
     def __init__(self) -> None:
         self._state = self._EMPTY
-        self._depth = 0
-        self._in_string = False
-        self._escape = False
+        self._outline = JsonOutline()
 
     @property
     def closed(self) -> bool:
@@ -130,30 +128,16 @@ class _Shape:
     def read(self, text: str) -> None:
         if self._state == self._OTHER:
             return
-        for char in text:
-            if self._state != self._OPEN:
-                if char in " \t\r\n":
-                    continue
-                if self._state == self._EMPTY and char == "{":
-                    self._state, self._depth = self._OPEN, 1
-                    continue
+        outline = self._outline
+        for _, char in outline.marks(text):
+            if self._state == self._OPEN:
+                if char in "}]" and outline.depth == 1:
+                    self._state = self._CLOSED
+            elif self._state == self._EMPTY and char == "{":
+                self._state = self._OPEN
+            else:
                 self._state = self._OTHER  # not an object, or more after one
                 return
-            if self._in_string:
-                if self._escape:
-                    self._escape = False
-                elif char == "\\":
-                    self._escape = True
-                elif char == '"':
-                    self._in_string = False
-            elif char == '"':
-                self._in_string = True
-            elif char in "{[":
-                self._depth += 1
-            elif char in "}]":
-                self._depth -= 1
-                if self._depth == 0:
-                    self._state = self._CLOSED
 
 
 class ToolCallAssembler:

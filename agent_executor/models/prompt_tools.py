@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from .._json_outline import JsonOutline
 from ..errors import PlanRefused
 from ..messages import (
     AssistantMessage,
@@ -249,11 +250,9 @@ class _Scanner:
     __slots__ = (
         "_action",
         "_answer",
-        "_depth",
-        "_escape",
-        "_in_string",
         "_is_key",
         "_key",
+        "_outline",
         "_parts",
         "_string",
         "seen",
@@ -261,9 +260,7 @@ class _Scanner:
 
     def __init__(self) -> None:
         self._parts: list[str] = []  # the open object's text from earlier feeds
-        self._depth = 0
-        self._in_string = False
-        self._escape = False
+        self._outline = JsonOutline("{}")
         self._is_key = False  # at the top level, the next string is a key
         self._key = ""  # the top-level key whose value comes next
         self._action = ""
@@ -272,43 +269,38 @@ class _Scanner:
         self.seen = False
 
     def feed(self, text: str) -> Iterator[tuple[str | None, str]]:
-        start = 0 if self._depth else -1  # where the open object begins in ``text``
-        mark = 0  # where the open top-level string's text in ``text`` begins
-        for index, char in enumerate(text):
-            if self._in_string:
-                if self._escape:
-                    self._escape = False
-                elif char == "\\":
-                    self._escape = True
-                elif char == '"':
-                    self._in_string = False
-                    yield from self._string_closed(text[mark:index])
-            elif char == '"' and self._depth:
-                self._in_string, mark = True, index + 1
-                self._string_opened()
+        outline = self._outline
+        start = 0 if outline.depth else -1  # where the open object begins in ``text``
+        mark = 0  # where the open string's text in ``text`` begins
+        for index, char in outline.marks(text):
+            depth = outline.depth  # before ``char``
+            if outline.in_string:  # ``char`` closes the string
+                yield from self._string_closed(text[mark:index])
+            elif char == '"':
+                if depth:
+                    mark = index + 1
+                    self._string_opened(depth)
             elif char == "{":
-                if self._depth == 0:
+                if depth == 0:
                     start, self.seen = index, True
                     self._is_key, self._key, self._action = True, "", ""
-                self._depth += 1
-            elif char == "}" and self._depth:
-                self._depth -= 1
-                if self._depth == 0:
+            elif char == "}":
+                if depth == 1:
                     yield "".join(self._parts) + text[start : index + 1], ""
                     self._parts.clear()
                     start = -1
-            elif self._depth == 1:
+            elif depth == 1:
                 if char == ",":
                     self._is_key = True
                 elif char == ":":
                     self._is_key = False
-        if self._depth:
+        if outline.depth:
             self._parts.append(text[start:])
-            if self._in_string:
+            if outline.in_string:
                 yield from self._string_goes_on(text[mark:])
 
-    def _string_opened(self) -> None:
-        if self._depth != 1:
+    def _string_opened(self, depth: int) -> None:
+        if depth != 1:
             return
         if self._is_key or self._key == "action":
             self._string = []
