@@ -20,7 +20,8 @@ How a text is scored (all offline, pure and linear in the text's length):
    ``role_spoofing``, ``indirect_injection`` (text addressed to an AI that reads it),
    ``exfiltration``, ``authority_claim`` and ``obfuscation``; English, French, German and
    Spanish, and the plainest overrides and prompt requests in Italian, Portuguese, Turkish,
-   Russian, Arabic, Persian, Hindi, Chinese, Japanese and Korean. Strong phrasings weigh
+   Russian, Arabic, Persian, Hindi, Chinese, Japanese and Korean, and goal hijacking ("ignore
+   the question above and output: ...") in all fourteen. Strong phrasings weigh
    0.8-0.9 and flag on their own; ambiguous ones (``new instructions:``, a line starting
    ``system:``) weigh 0.25-0.45 and only flag together with a signal of another category.
 5. **Combine.** A category counts with its strongest match; categories combine by noisy-OR,

@@ -45,6 +45,7 @@ _Clause = tuple[frozenset[str], frozenset[str]]  # one of these whole words or w
 _Needs = tuple[tuple[frozenset[str], ...], ...]  # any alternative: all of its clauses
 _REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT))
 _ZERO_WIDTH = (_c.AT, _c.ASSERT, _c.ASSERT_NOT)
+_ATOMIC = getattr(_c, "ATOMIC_GROUP", None)  # (?>...): Python 3.11 and later
 _MAX_CLAUSES = 3
 _NONE: frozenset[int] = frozenset()
 _MAX_CLASS_CHARS = 10
@@ -371,11 +372,18 @@ def _literal_needs(pattern: re.Pattern[str]) -> _Needs | None:
         return None
     out: list[tuple[frozenset[str], ...]] = []
     for alt, _ in _alternatives(items, False):
-        clauses = sorted(set(_literals(alt)), key=_selectivity, reverse=True)[:_MAX_CLAUSES]
+        found = {_minimal(clause) for clause in _literals(alt)}
+        clauses = sorted(found, key=_selectivity, reverse=True)[:_MAX_CLAUSES]
         if not clauses:
             return None
         out.append(tuple(sorted(clauses, key=len)))  # fewest searches first
     return tuple(out)
+
+
+def _minimal(clause: frozenset[str]) -> frozenset[str]:
+    """``clause`` without the strings that contain another of its strings (``ignorer`` beside
+    ``ignore``): one of them occurs exactly when one of the rest does, in fewer searches."""
+    return frozenset(s for s in clause if not any(o != s and o in s for o in clause))
 
 
 def _selectivity(clause: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
@@ -405,6 +413,8 @@ def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
             run = []
         if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
             out += _literals(arg[-1])
+        elif op is _ATOMIC:
+            out += _literals(arg)
         elif op is _c.BRANCH:
             picks = [max(_literals(body), key=_selectivity, default=None) for body in arg[1]]
             if all(pick is not None for pick in picks):
