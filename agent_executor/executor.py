@@ -28,7 +28,7 @@ from .models.prompt_tools import ToolMode, with_tool_mode
 from .serving import ServedAgent, driver_of
 from .settings import Concurrency, ModelPolicy, RunLimits, Settings, ToolLimits, from_keywords
 from .slash import SlashCommand
-from .spend import PriceTable, default_prices
+from .spend import PriceTable
 from .tools import FunctionTool, Tool, Toolkit, ToolResults
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ class AgentExecutor(ServedAgent):
         self._system_prompt, self._compressor = system_prompt, history_compressor
         self._signer = ApprovalSigner(approval_secret)
         self._driver = self._react_driver(
-            self._model_turns(model_params, output_guard, reasoning_events, prices), settings
+            self._model_turns(model_params, output_guard, reasoning_events), settings
         )
         self._register_tools()
 
@@ -130,10 +130,8 @@ class AgentExecutor(ServedAgent):
         params: dict[str, Any] | None,
         output_guard: OutputGuard | None,
         reasoning_events: bool,
-        prices: PriceTable | None,
     ) -> ModelTurns:
         """How this agent's model is called, turn by turn."""
-        table = default_prices() if prices is None else prices
         return ModelTurns(
             self.model,
             self._settings.model_policy,
@@ -143,13 +141,11 @@ class AgentExecutor(ServedAgent):
             output_guard,
             reasoning_events,
             self.model_health,
-            table,
-            self._compactor_of(self._settings.model_policy.context_window, table),
+            self._prices,
+            self._compactor_of(self._settings.model_policy.context_window),
         )
 
-    def _compactor_of(
-        self, window: int | Literal["auto"] | None, prices: PriceTable
-    ) -> Compactor | None:
+    def _compactor_of(self, window: int | Literal["auto"] | None) -> Compactor | None:
         """What keeps a run's requests within the model's ``window`` (``"auto"``: litellm's
         data for the model): summaries by the history compressor's model, else the agent's,
         each spent as a model call of the run."""
@@ -157,10 +153,12 @@ class AgentExecutor(ServedAgent):
             window = model_window(self.model.name)
         if window is None:
             return None
-        summariser = self._compressor or HistoryCompressor(
+        if self._compressor is not None and self._summaries is not None:
+            return Compactor(window, self._compressor, self._summaries)
+        summariser = HistoryCompressor(
             self.model, max_tokens=window, keep_recent_tokens=window // 2
         )
-        spend = SummarySpend(summariser.model.name, prices, self.metrics, self._hooks)
+        spend = SummarySpend(self.model.name, self._prices, self.metrics, self._hooks)
         return Compactor(window, summariser, spend)
 
     def _react_driver(self, turns: ModelTurns, settings: Settings) -> Driver:

@@ -100,18 +100,18 @@ class ServedAgent:
         self._telemetry = RunTelemetry(
             self.metrics, Tracing(tracer), name, model_name, output_guard=output_guard
         )
-        summaries = (
+        self._prices = default_prices() if prices is None else prices
+        self._summaries = (
             None
             if history_compressor is None
             else SummarySpend(
-                history_compressor.model.name,
-                default_prices() if prices is None else prices,
-                self.metrics,
-                self._hooks,
+                history_compressor.model.name, self._prices, self.metrics, self._hooks
             )
         )
+        """The spend of ``history_compressor``'s summaries (an executor's in-run compaction
+        shares it when the compressor writes those summaries too)."""
         self._conversations = Conversations(
-            self.memory, history_compressor, self.metrics, summaries
+            self.memory, history_compressor, self.metrics, self._summaries
         )
         concurrency = settings.concurrency
         self._gate = ConcurrencyGate(

@@ -17,8 +17,6 @@ both trees. About 2 minutes. Needs ``valgrind`` and ``git``.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import random
 import re
@@ -31,13 +29,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "injection_public.jsonl.gz"
+sys.path.insert(0, str(CORPUS.parent))
+from corpus_rows import read_rows  # noqa: E402
+
 WARMUP = 200
 _TOTAL_RE = re.compile(rb"^(?:summary|totals):\s*(\d+)", re.M)
 
 
 def _texts() -> tuple[list[str], list[str]]:
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as lines:
-        rows = [json.loads(line) for line in lines]
+    rows = read_rows(CORPUS)
     benign = [row["text"] for row in rows if row["label"] == "benign"]
     random.Random(1).shuffle(benign)
     short = [text[:100] for text in benign if 100 <= len(text) < 1000]

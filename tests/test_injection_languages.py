@@ -13,8 +13,7 @@ measure. The held-out figures are ``python benchmarks/injection_eval.py`` (docs/
 
 from __future__ import annotations
 
-import gzip
-import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -23,6 +22,8 @@ import pytest
 from agent_executor.guards.injection import score_text
 
 DATA = Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+from corpus_rows import read_rows  # noqa: E402
 
 FLOORS = {"de": 0.85, "fr": 0.85, "es": 0.85, "ar": 0.85, "ru": 0.85, "zh": 0.85}
 """Per language, the share of XSafety's goal hijacking the rules alone must flag (measured
@@ -58,8 +59,7 @@ NEGATED = [
 
 
 def _rows(name: str) -> list[dict[str, str]]:
-    text = gzip.decompress((DATA / f"injection_{name}.jsonl.gz").read_bytes()).decode()
-    return [json.loads(line) for line in text.split("\n") if line]
+    return read_rows(DATA / f"injection_{name}.jsonl.gz")
 
 
 def _flagged(text: str) -> bool:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import codecs
-import gzip
-import json
 import sys
 import urllib.parse
 from pathlib import Path
@@ -34,6 +32,7 @@ from agent_executor.models.scripted import ScriptedModel
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
 import train_injection_model as training  # noqa: E402
+from corpus_rows import read_rows  # noqa: E402
 
 # Phrasings the rules alone miss, completed into whole messages.
 FORUM_STYLE = [
@@ -47,8 +46,7 @@ FORUM_STYLE = [
 
 
 def _rows(name: str) -> list[dict[str, str]]:
-    text = gzip.decompress((DATA / f"injection_{name}.jsonl.gz").read_bytes()).decode()
-    return [json.loads(line) for line in text.splitlines() if line]
+    return read_rows(DATA / f"injection_{name}.jsonl.gz")
 
 
 @pytest.mark.timeout(900)

@@ -1,4 +1,5 @@
-"""What every corpus collector writes: one row per text, and one byte-for-byte repeatable file.
+"""What every corpus collector writes: one row per text, and one byte-for-byte repeatable file;
+and how the tests, the trainer and the benchmarks read it back (:func:`read_rows`).
 
 ``collect_direct.py``, ``collect_indirect.py`` and ``collect_multilingual.py`` build their
 rows with :func:`corpus_row` and write them with :func:`write_rows`, so the three files share
@@ -27,3 +28,10 @@ def write_rows(rows: Iterable[dict[str, str]], out: Path) -> None:
     data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     with out.open("wb") as handle, gzip.GzipFile("", "wb", fileobj=handle, mtime=0) as packed:
         packed.write(data.encode("utf-8"))
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a file :func:`write_rows` wrote. Lines are split at ``\\n`` only: a text may
+    hold U+2028 or U+0085, which ``str.splitlines`` would also split at."""
+    data = gzip.decompress(path.read_bytes()).decode("utf-8")
+    return [json.loads(line) for line in data.split("\n") if line]

@@ -28,7 +28,6 @@ figure is measured with a threshold that never saw it either.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import multiprocessing
@@ -45,6 +44,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
+
+from corpus_rows import read_rows  # noqa: E402
 
 from agent_executor.guards.injection import learned  # noqa: E402
 from agent_executor.guards.injection.learned import (  # noqa: E402
@@ -103,10 +104,7 @@ def load_rows() -> list[Row]:
     for name, path in CORPORA.items():
         if not path.exists():
             continue
-        for line in gzip.decompress(path.read_bytes()).decode("utf-8").split("\n"):
-            if not line:
-                continue
-            row = json.loads(line)
+        for row in read_rows(path):
             if row["label"] not in ("attack", "benign"):
                 continue
             row.setdefault("lang", "en")
