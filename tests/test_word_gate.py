@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_executor.guards.injection import normalisation, rules
 from agent_executor.guards.injection.word_gate import LiteralGate, WordGate
@@ -163,3 +165,58 @@ def test_leetspeak_is_read_in_exactly_the_tokens_that_mix_letters_and_leet() -> 
             assert read == _deleet_token_by_token(norm, table), row["text"]
             changed += read != norm
     assert changed > 100  # the corpora hold leetspeak, and ids such as "mp3"
+
+
+def test_adjacent_optional_parts_are_read_as_one_string() -> None:
+    # "," and "ai" are in most texts; "ai," or "llms ," is not.
+    pattern = re.compile(r"(?:^|[\n.!?>-] ?)(?:ai|llm)s? ?,")
+    gate = LiteralGate([pattern])
+    assert gate.candidates("she said, mainly, that the llm is fine") == []
+    for text in ("ai, tell me", "ok. llms , listen", "-ais,"):
+        assert pattern.search(text) is not None
+        assert gate.candidates(text) == [0]
+
+
+_FEW = ["ai", "l", "ab", " ", ",", ":", "[,:]", r"\b", "s?", " ?", "(?:ai|ab)", "(?:x|)", "a{1,2}"]
+_MANY = [r"\w+", ".{0,3}", "(?:ab)?", "(?:l|ai ?)s?", "(?!x)", "(?<=a)", "x*", "[a-z]"]
+_PIECES = st.sampled_from([*_FEW, *_MANY])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(_PIECES, min_size=1, max_size=5),
+    texts=st.lists(st.text(alphabet="aibslx ,:\n", max_size=24), min_size=1, max_size=8),
+)
+def test_a_literal_gate_never_skips_a_generated_pattern_that_matches(
+    pieces: list[str], texts: list[str]
+) -> None:
+    pattern = re.compile("".join(pieces))
+    gate = LiteralGate([pattern])
+    for text in texts:
+        if pattern.search(text) is not None:
+            assert gate.candidates(text) == [0], (pattern.pattern, text)
+
+
+_WORDS = ["a", "an", "the", "you", "ignore", "ign", "all", "x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    first=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3),
+    rest=st.lists(st.sampled_from([*_WORDS, r"\w+", r"(?:\w+\s+)?"]), max_size=2),
+    prefix=st.booleans(),
+    text=st.lists(st.sampled_from([*_WORDS, "ignored", "another", "xa"]), max_size=40),
+    newlines=st.booleans(),
+)
+def test_the_word_gate_finds_what_a_scan_finds_for_generated_rules(
+    first: list[str], rest: list[str], prefix: bool, text: list[str], newlines: bool
+) -> None:
+    # Short common words ("a", "the", "you") are found in the text's set of words, the
+    # others by the automaton; a rule tried only at its first words finds every match.
+    start = "(?:" + "|".join(first) + ")" + (r"\w*" if prefix else r"\b")
+    pattern = re.compile(r"\b" + start + "".join(rf"\s+{word}" for word in rest))
+    words = ("\n" if newlines else " ").join(text)
+    gate = WordGate([pattern])
+    tokens = gate.tokens(words)
+    found = [m.span() for m in gate.finditer(0, tokens)] if gate.runnable(tokens) else []
+    assert found == [m.span() for m in pattern.finditer(words)], (pattern.pattern, words)

@@ -7,14 +7,19 @@ rule that starts at a word boundary (``\\b``) can only match at the start of a w
 first literal letters say which words those can be: ``\\b(?:ignore|disregard) ...`` needs a word
 starting ``igno`` or ``disr``. :class:`WordGate` reads those first letters off each compiled
 pattern (its parse tree) once, and then picks the rules worth running for a text from the
-text's words with a few dictionary look-ups per word.
+words and word starts it finds there.
 
 The same reading gives more: each word that follows a run of whitespace in a pattern must
 occur too (``ignore ... previous ... instructions``), so :meth:`WordGate.runnable` skips a rule
 unless all of them do, and :meth:`WordGate.finditer` tries a rule only at the words it can start
 with instead of at every character. :class:`LiteralGate` does the like for patterns of the
-punctuated text: the literal strings a match must contain (``<|``, ``://``) are looked for with
-``in`` before the pattern runs.
+punctuated text: the literal strings a match must contain (``<|``, ``://``, one of ``ai,`` and
+``llm,``) are looked for before the pattern runs.
+
+Both gates find every word and string they know in one pass over the text, with an
+Aho-Corasick automaton (pyahocorasick, in C): some 700 of them, where a substring search per
+string, or a set of the text's words and their prefixes, cost several times more
+(docs/benchmarks.md, "Injection guard").
 
 The gates are conservative: a rule whose start cannot be proved anchored to a word, or whose
 letters cannot be read (a character class, a wildcard, an optional prefix that may be empty),
@@ -26,6 +31,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+import ahocorasick
 
 try:
     from re import _constants as _c  # type: ignore[attr-defined]
@@ -68,12 +75,13 @@ class WordGate:
         "_by_key",
         "_by_prefix",
         "_by_word",
-        "_keys",
+        "_common",
         "_lengths",
         "_needs",
         "_patterns",
+        "_start_keys",
         "_starts",
-        "_token_lengths",
+        "_words",
     )
 
     def __init__(self, patterns: Sequence[re.Pattern[str]], prefix_chars: int = 4) -> None:
@@ -98,11 +106,14 @@ class WordGate:
         needs = [_word_needs(pattern, prefix_chars) for pattern in patterns]
         clauses = [c for alts in needs for alt in alts or () for c in alt]
         clauses += [c for c in self._starts if c is not None]
-        self._token_lengths = tuple(sorted({len(p) for _, prefixes in clauses for p in prefixes}))
-        self._keys = (
-            frozenset(w for words, _ in clauses for w in words),
-            frozenset(p for _, prefixes in clauses for p in prefixes),
-        )
+        needles = {f" {w} ": w for words, _ in clauses for w in words}
+        needles.update((f" {p}", "*" + p) for _, prefixes in clauses for p in prefixes)
+        # Short common words as keys (``a``, ``the``, ``you``) are found in the text's set of
+        # words; the automaton would report each of their occurrences.
+        common = {key for key in needles.values() if key[0] != "*" and _common(key)}
+        self._words = _automaton({n: k for n, k in needles.items() if k not in common})
+        self._common = frozenset(common)
+        self._start_keys = tuple(None if c is None else _tagged(c) for c in self._starts)
         self._needs = tuple(
             None if alts is None else tuple(tuple(map(_tagged, alt)) for alt in alts)
             for alts in needs
@@ -133,8 +144,9 @@ class WordGate:
         return found
 
     def tokens(self, words: str) -> Tokens:
-        """The words of a words-view text, read once for :meth:`runnable` and :meth:`finditer`."""
-        return Tokens(words, self._token_lengths, self._keys)
+        """Where the gate's words and prefixes occur in a words-view text, found in one pass
+        and read by :meth:`runnable` and :meth:`finditer`."""
+        return Tokens(words, self._words, self._common)
 
     def runnable(self, tokens: Tokens) -> list[int]:
         """Indices, in order, of the patterns that can match: every word they need is there.
@@ -168,7 +180,7 @@ class WordGate:
         A gated pattern is tried only at the starts of the words its first letters allow,
         which gives the same non-overlapping matches as a scan of every position.
         """
-        pattern, starts = self._patterns[index], self._starts[index]
+        pattern, starts = self._patterns[index], self._start_keys[index]
         if starts is None:
             yield from pattern.finditer(tokens.text)
             return
@@ -192,38 +204,39 @@ _SCAN_ABOVE = 24
 
 
 class Tokens:
-    """The whitespace-separated words of a words-view text, and their prefixes.
+    """The gate's keys found in a words-view text (``present``): whole words as they are,
+    word prefixes marked with a leading ``*`` (a character no word contains).
 
-    ``present`` holds the gate's keys found in the text: whole words as they are, word
-    prefixes marked with a leading ``*`` (a character no word contains).
+    One pass of the automaton finds them, except short common words (``a``, ``the``,
+    ``you``), which it would report dozens of times in a long text: those are read off the
+    text's set of words. Where a key's words start is looked up only for the rules that run.
     """
 
-    __slots__ = ("_padded", "prefixes", "present", "text", "words")
+    __slots__ = ("_padded", "present", "text")
 
-    def __init__(
-        self, text: str, lengths: Sequence[int], keys: tuple[frozenset[str], frozenset[str]]
-    ) -> None:
+    def __init__(self, text: str, automaton: Any, common: frozenset[str]) -> None:
         self.text = text
-        self.words = set(text.split())
-        self.prefixes = {word[:length] for length in lengths for word in self.words} & keys[1]
-        self.present = (self.words & keys[0]) | {"*" + prefix for prefix in self.prefixes}
-        self._padded = ""
+        # A words view separates its words by spaces and newlines only; each needle starts
+        # with the space before its word, whose offset in the padded text is the word's
+        # offset in ``text``.
+        padded = self._padded = f" {text} ".replace("\n", " ")
+        present = {key for _, key in automaton.iter(padded)} if automaton is not None else set()
+        present.update(common.intersection(text.split()))
+        self.present = present
 
-    def starts(self, clause: _Clause) -> list[int]:
-        """Offsets of the words that are one of ``clause``'s words or start with its prefixes."""
-        if not self._padded:  # a words view separates its words by spaces and newlines only
-            self._padded = f" {self.text} ".replace("\n", " ")
+    def starts(self, keys: frozenset[str]) -> list[int]:
+        """Offsets, in order, of the words that are one of ``keys`` (see :func:`_tagged`);
+        more than ``_SCAN_ABOVE`` of them once there are that many."""
         padded = self._padded
         found: set[int] = set()
-        for keys, end in ((clause[0] & self.words, " "), (clause[1] & self.prefixes, "")):
-            for key in keys:
-                needle = f" {key}{end}"
-                at = padded.find(needle)
-                while at >= 0:
-                    found.add(at)
-                    if len(found) > _SCAN_ABOVE:
-                        return sorted(found)
-                    at = padded.find(needle, at + 1)
+        for key in keys & self.present:
+            needle = f" {key[1:]}" if key[0] == "*" else f" {key} "
+            offset = padded.find(needle)
+            while offset >= 0:
+                found.add(offset)
+                if len(found) > _SCAN_ABOVE:
+                    return sorted(found)
+                offset = padded.find(needle, offset + 1)
         return sorted(found)
 
 
@@ -231,79 +244,82 @@ class LiteralGate:
     """Picks, among ``patterns``, those whose necessary substrings all occur in a text.
 
     Read off each pattern's parse tree: the literal runs a match must contain (``<|``, one of
-    ``system``/``admin``/..., ``://``). A few substring searches then replace a regex scan
-    for most texts. A pattern with nothing to read runs for every text.
-
-    Two ways to pick, by the text's length. A short text is checked against a key per
-    alternative: of its clauses with no common string (``:``, ``,``, ``at``), the one with the
-    fewest strings (``exfiltrate``/``forward``/... rather than ``at``/``to``). An ordinary
-    short text holds none, and costs one substring search per key. In a long text a rare key
-    is searched to the end while a common string is found at once, so there the first clause
-    of each alternative (its fewest strings) is searched, and the other clauses only for the
-    patterns that pass, each string once.
+    ``system``/``admin``/..., ``://``). One pass of an Aho-Corasick automaton (pyahocorasick,
+    in C) finds which of them a text holds, whatever its length, so the guard no longer
+    searches the text once per string. Strings found in most texts (``:``, ``,``, ``at``,
+    ``the``) stay out of the automaton, which would report every occurrence; they are
+    looked for with ``in``, and only for the patterns the rarer strings leave in play. Each
+    alternative of a pattern is keyed by the clause with the fewest such common strings
+    (``exfiltrate``/``forward``/... rather than ``at``/``to``), so an ordinary text holds no
+    key and costs the one pass. A pattern with nothing to read runs for every text.
     """
 
-    __slots__ = ("_always", "_by_key", "_firsts", "_keys", "_needs", "_strings")
-
-    SHORT = 500
-    """Texts of up to this many characters are picked by the keys."""
+    __slots__ = ("_always", "_automaton", "_by_key", "_common_keys", "_needs")
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
-        self._needs = tuple(_literal_needs(pattern) for pattern in patterns)
-        self._always = frozenset(i for i, needs in enumerate(self._needs) if needs is None)
-        # A match needs one string of its alternative's first clause: the union of those
-        # clauses over the alternatives rules a pattern out with one set test.
-        self._firsts = tuple(
-            None if needs is None else frozenset().union(*(alt[0] for alt in needs))
-            for needs in self._needs
-        )
-        self._strings = tuple(sorted({s for first in self._firsts if first for s in first}))
+        needs_of = [_literal_needs(pattern) for pattern in patterns]
+        self._always = frozenset(i for i, needs in enumerate(needs_of) if needs is None)
         by_key: dict[str, set[int]] = {}
-        for index, needs in enumerate(self._needs):
+        for index, needs in enumerate(needs_of):
             for alt in needs or ():
                 for string in min(alt, key=_key_cost):
                     by_key.setdefault(string, set()).add(index)
         self._by_key = {key: frozenset(found) for key, found in by_key.items()}
-        self._keys = tuple(sorted(by_key, key=lambda key: (len(key), key)))
+        self._common_keys = tuple(sorted(key for key in by_key if _common(key)))
+        strings = {s for needs in needs_of for alt in needs or () for c in alt for s in c}
+        self._automaton = _automaton({s: s for s in sorted(strings) if not _common(s)})
+        # Each clause with its common strings, which the automaton does not report.
+        self._needs = tuple(
+            None
+            if needs is None
+            else tuple(tuple((c, tuple(s for s in c if _common(s))) for c in alt) for alt in needs)
+            for needs in needs_of
+        )
 
     def candidates(self, text: str) -> list[int]:
         """Indices, in order, of the patterns that can match in ``text``."""
-        if len(text) <= self.SHORT:
-            return self._by_keys(text)
-        present = {string for string in self._strings if string in text}
-        found: dict[str, bool] = dict.fromkeys(self._strings, False)
-        found.update(dict.fromkeys(present, True))
-
-        def occurs(clause: frozenset[str]) -> bool:
-            for string in clause:
-                hit = found.get(string)
-                if hit is None:
-                    hit = found[string] = string in text
-                if hit:
-                    return True
-            return False
-
-        return [
-            index
-            for index, (needs, first) in enumerate(zip(self._needs, self._firsts, strict=True))
-            if needs is None
-            or first is None
-            or (not first.isdisjoint(present) and any(all(map(occurs, alt)) for alt in needs))
-        ]
-
-    def _by_keys(self, text: str) -> list[int]:
+        automaton = self._automaton
+        present = {s for _, s in automaton.iter(text)} if automaton is not None else set()
+        present.update(key for key in self._common_keys if key in text)
         found = set(self._always)
         by_key = self._by_key
-        for key in self._keys:
-            if key in text:
-                found |= by_key[key]
+        for key in present:
+            hit = by_key.get(key)
+            if hit is not None:
+                found |= hit
+
         needs_of = self._needs
         return [
             index
             for index in sorted(found)
             if (needs := needs_of[index]) is None
-            or any(all(any(s in text for s in clause) for clause in alt) for alt in needs)
+            or any(
+                all(
+                    not clause.isdisjoint(present) or any(s in text for s in common)
+                    for clause, common in alt
+                )
+                for alt in needs
+            )
         ]
+
+
+def _common(string: str) -> bool:
+    """A string most texts hold (``:``, ``at``, ``the``): searched with ``in``, not the
+    automaton, which would report each of its occurrences."""
+    stripped = string.strip()
+    return len(stripped) < 2 or (len(stripped) <= 3 and stripped.isascii() and stripped.isalpha())
+
+
+def _automaton(needles: dict[str, str]) -> Any:
+    """An Aho-Corasick automaton that reports each needle as its key (``None`` if there
+    are no needles: pyahocorasick cannot search with an empty one)."""
+    if not needles:
+        return None
+    automaton = ahocorasick.Automaton()
+    for needle, key in needles.items():
+        automaton.add_word(needle, key)
+    automaton.make_automaton()
+    return automaton
 
 
 def _clause(starts: set[tuple[str, int]]) -> _Clause:
@@ -391,26 +407,30 @@ def _selectivity(clause: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
 
 
 def _key_cost(clause: frozenset[str]) -> tuple[bool, int, int, tuple[str, ...]]:
-    """Which clause of an alternative keys it (the smallest): one of few strings, none of
-    them found in most texts. Every key string costs a substring search of every text, so
-    fewer is cheaper on long texts; a common one (``:``, ``at``) lets most texts through."""
-    common = any(len(s.strip()) < 2 or (len(s) < 3 and s.isalpha()) for s in clause)
-    return common, len(clause), -min(map(len, clause)), tuple(sorted(clause))
+    """Which clause of an alternative keys it (the smallest): none of its strings found in
+    most texts (``:``, ``at`` would let most texts through), the shortest of them as long
+    as can be."""
+    common = any(map(_common, clause))
+    return common, -min(map(len, clause)), len(clause), tuple(sorted(clause))
 
 
 def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
-    """Clauses (sets of strings, one of which occurs in every match) of a sequence."""
+    """Clauses (sets of strings, one of which occurs in every match) of a sequence.
+
+    Adjacent items that match few strings (literals, small classes, branches and optional
+    parts of those) are read together: ``(?:ai|llm)s? ?,`` needs one of ``ai,``, ``ais ,``,
+    ``llm,``, ... rather than ``,`` alone, which most texts hold. Every stretch of such a run
+    whose strings are few and never empty is a clause.
+    """
     out: list[frozenset[str]] = []
-    run: list[str] = []
+    run: list[frozenset[str]] = []
     for op, arg in items:
-        if op is _c.LITERAL:
-            run.append(chr(arg))
+        strings = _finite(op, arg)
+        if strings is not None:
+            run.append(strings)
             continue
-        if op in _ZERO_WIDTH:
-            continue  # consumes nothing: the letters either side stay adjacent
-        if run:
-            out.append(frozenset({"".join(run)}))
-            run = []
+        out += _stretches(run)
+        run = []
         if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
             out += _literals(arg[-1])
         elif op is _ATOMIC:
@@ -421,13 +441,84 @@ def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
                 out.append(frozenset().union(*(pick for pick in picks if pick is not None)))
         elif op in _REPEATS and arg[0] >= 1:
             out += _literals(arg[2])
-        elif op is _c.IN:
-            chars = _class_chars(arg)
-            if chars:
-                out.append(frozenset(chars))
-    if run:
-        out.append(frozenset({"".join(run)}))
+    return out + _stretches(run)
+
+
+def _stretches(run: list[frozenset[str]]) -> list[frozenset[str]]:
+    """The clauses of a run of items that each match few strings: for every stretch of it,
+    the strings it matches, if they are few and none is empty."""
+    out = []
+    for first in range(len(run)):
+        strings = _EMPTY
+        for item in run[first:]:
+            joined = _product(strings, item)
+            if joined is None:
+                break
+            strings = joined
+            if "" not in strings:
+                out.append(strings)
     return out
+
+
+_EMPTY = frozenset({""})
+_MAX_STRINGS = 64
+"""Strings a run of items may stand for before it is cut into clauses of its own."""
+
+
+def _product(left: frozenset[str], right: frozenset[str]) -> frozenset[str] | None:
+    """Every string of ``left`` followed by one of ``right`` (``None`` if too many)."""
+    if len(left) * len(right) > _MAX_STRINGS:
+        return None
+    return frozenset(a + b for a in left for b in right)
+
+
+def _finite(op: Any, arg: Any) -> frozenset[str] | None:
+    """The strings one item of a parse tree matches, if it matches few (else ``None``)."""
+    if op is _c.LITERAL:
+        return frozenset(chr(arg))
+    if op in _ZERO_WIDTH:
+        return _EMPTY  # consumes nothing: the letters either side stay adjacent
+    if op is _c.IN:
+        chars = _class_chars(arg)
+        return frozenset(chars) if chars else None
+    if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
+        return _finite_sequence(arg[-1])
+    if op is _ATOMIC:
+        return _finite_sequence(arg)
+    if op is _c.BRANCH:
+        union: set[str] = set()
+        for body in arg[1]:
+            strings = _finite_sequence(body)
+            if strings is None or len(union | strings) > _MAX_STRINGS:
+                return None
+            union |= strings
+        return frozenset(union)
+    if op in _REPEATS and arg[1] <= 2:
+        body = _finite_sequence(arg[2])
+        if body is None:
+            return None
+        found: set[str] = set()
+        power = _EMPTY
+        for count in range(arg[1] + 1):
+            if count >= arg[0]:
+                found |= power
+            joined = _product(power, body) if count < arg[1] else power
+            if joined is None:
+                return None
+            power = joined
+        return frozenset(found) if len(found) <= _MAX_STRINGS else None
+    return None
+
+
+def _finite_sequence(items: Iterable[tuple[Any, Any]]) -> frozenset[str] | None:
+    run = _EMPTY
+    for op, arg in items:
+        strings = _finite(op, arg)
+        joined = None if strings is None else _product(run, strings)
+        if joined is None:
+            return None
+        run = joined
+    return run
 
 
 def _class_chars(members: Any) -> list[str] | None:
