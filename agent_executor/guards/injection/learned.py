@@ -38,6 +38,8 @@ from importlib import resources
 from itertools import pairwise
 from typing import Final, Literal, TypeAlias
 
+from .word_gate import LiteralGate
+
 __all__ = [
     "MIN_WORDS",
     "MODEL_FILES",
@@ -203,11 +205,16 @@ def tokens(norm: str) -> list[str]:
     return out
 
 
+_MARKER_GATE = LiteralGate([pattern for _, _, pattern in _MARKERS])
+"""Which markers' patterns can match a text at all, from the strings they need."""
+
+
 def _markers(norm: str, present: set[str]) -> list[str]:
-    """The structural markers ``norm`` shows (a pattern runs only if a gate word is present)."""
+    """The structural markers ``norm`` shows: one of a marker's gate words is present and
+    its pattern matches (run only if the strings it needs are in the text)."""
     return [
         name
-        for name, gate, pattern in _MARKERS
+        for name, gate, pattern in map(_MARKERS.__getitem__, _MARKER_GATE.candidates(norm))
         if not gate.isdisjoint(present) and pattern.search(norm)
     ]
 

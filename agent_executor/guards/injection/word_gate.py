@@ -445,18 +445,21 @@ def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
 
 
 def _stretches(run: list[frozenset[str]]) -> list[frozenset[str]]:
-    """The clauses of a run of items that each match few strings: for every stretch of it,
-    the strings it matches, if they are few and none is empty."""
+    """The clauses of a run of items that each match few strings: the strings of each
+    longest stretch of it that match few and never the empty string. (A stretch inside
+    another needs less of a text, so it is not read.)"""
     out = []
+    reached = -1
     for first in range(len(run)):
-        strings = _EMPTY
+        strings, last = _EMPTY, first - 1
         for item in run[first:]:
             joined = _product(strings, item)
             if joined is None:
                 break
-            strings = joined
-            if "" not in strings:
-                out.append(strings)
+            strings, last = joined, last + 1
+        if last > reached and "" not in strings:
+            out.append(strings)
+            reached = last
     return out
 
 
