@@ -220,3 +220,29 @@ def test_the_word_gate_finds_what_a_scan_finds_for_generated_rules(
     tokens = gate.tokens(words)
     found = [m.span() for m in gate.finditer(0, tokens)] if gate.runnable(tokens) else []
     assert found == [m.span() for m in pattern.finditer(words)], (pattern.pattern, words)
+
+
+def test_the_gates_find_every_match_in_long_texts() -> None:
+    # In 20,000 characters of joined corpus rows nearly every rule's words occur, and rules
+    # that start with a common word take the other path of finditer (a whole scan).
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+    with gzip.open(DIRECT, "rt", encoding="utf-8") as lines:
+        rows += [json.loads(line) for line in lines]
+    texts = iter(row["text"] for row in rows)
+    scanned = matched = 0
+    for _ in range(12):
+        parts: list[str] = []
+        while sum(map(len, parts)) < 20_000:
+            parts.append(next(texts))
+        norm = normalisation.normalise("\n".join(parts))
+        words = normalisation.words_view(norm)
+        every_rule = sorted(
+            (rule.category, rule.weight, match.start(), match.end())
+            for rule in rules.RULES
+            for match in rule.pattern.finditer(words if rule.on_words else norm)
+        )
+        assert sorted(rules.match_rules(norm, words)) == every_rule
+        scanned += f" {words} ".count(" you ") > 24  # rules that start with "you" scan
+        matched += len(every_rule)
+    assert scanned > 0
+    assert matched > 0
