@@ -21,8 +21,8 @@ SOURCES = sorted([*(ROOT / "agent_executor").rglob("*.py"), *(ROOT / "server").r
 DECLARATIVE = {"server/openapi.py:openapi_document"}
 """Functions that are tables rather than logic (the OpenAPI document)."""
 
-STDLIB_PRIVATE = {("agent_executor/guards/injection/word_gate.py", "re")}
-"""The word gate reads regex parse trees; the standard library has no public parser (its old
+STDLIB_PRIVATE = {("agent_executor/guards/injection/_parse_tree.py", "re")}
+"""The rules' gates read regex parse trees; the standard library has no public parser (its old
 public names ``sre_parse``/``sre_constants`` are deprecated and warn)."""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import ClassVar, Literal, TypeAlias
 
 import anyio.lowlevel
+import anyio.to_thread
 
 from ...context import RunContext
 from ...errors import ConfigurationError, ErrorCode, GuardRejection
@@ -27,6 +28,7 @@ from .scoring import MAX_SCAN_CHARS, InjectionScore, score_text
 
 __all__ = [
     "REJECTION_MESSAGE",
+    "THREAD_ABOVE",
     "UNTRUSTED_NOTICE",
     "Classifier",
     "InjectionGuard",
@@ -41,6 +43,9 @@ Classifier: TypeAlias = Callable[[str], "float | Awaitable[float]"]
 
 ToolResultAction: TypeAlias = Literal["flag", "block", "off"]
 """What :class:`InjectionGuard` does with a tool result that scores over the threshold."""
+
+THREAD_ABOVE = 2_000
+"""Texts of more characters than this are scored in a worker thread (see ``assess``)."""
 
 REJECTION_MESSAGE = "the message looks like a prompt-injection attempt"
 """The ``error.message`` of a rejection: fixed, so the matched text is never echoed back."""
@@ -128,8 +133,20 @@ class InjectionGuard:
         )
 
     async def assess(self, text: str, reader: Reader = "user") -> float:
-        """The final score of ``text``: ``max(heuristic, classifier)``, or the heuristic alone."""
-        heuristic = self.score(text, reader)
+        """The final score of ``text``: ``max(heuristic, classifier)``, or the heuristic alone.
+
+        A text longer than :data:`THREAD_ABOVE` characters is scored in a worker thread:
+        scoring takes about 2.5 µs per character (a quarter of a second for a 100,000-character
+        tool result), and on the event loop that would stall every other stream of the process
+        for as long. In a thread the loop takes turns with it (Python switches threads every
+        few milliseconds). Shorter texts cost less than the hand-off to a thread.
+        """
+        if min(len(text), self.max_scan_chars) > THREAD_ABOVE:
+            heuristic = await anyio.to_thread.run_sync(
+                self.score, text, reader, abandon_on_cancel=True
+            )
+        else:
+            heuristic = self.score(text, reader)
         if self.classifier is None:
             return heuristic.score
         try:

@@ -38,7 +38,7 @@ from importlib import resources
 from itertools import pairwise
 from typing import Final, Literal, TypeAlias
 
-from .word_gate import LiteralGate
+from .literal_gate import LiteralGate
 
 __all__ = [
     "MIN_WORDS",

@@ -5,7 +5,7 @@ reads best as patterns alone, without the code that runs them. ``rules.json`` sa
 entries are written (its ``about``); this module joins, expands and compiles them, and runs
 them on a text: the word rules only where :class:`~.word_gate.WordGate` says the words they
 need occur, and only at the words they can start with; the rules of the punctuated text only
-when :class:`~.word_gate.LiteralGate` finds the strings they need.
+when :class:`~.literal_gate.LiteralGate` finds the strings they need.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from importlib import resources
 from typing import Any, Final, TypeAlias
 
 from .categories import RULE_CATEGORIES
+from .literal_gate import LiteralGate
 from .normalisation import normalise
-from .word_gate import LiteralGate, WordGate
+from .word_gate import WordGate
 
 __all__ = [
     "COMPACT",

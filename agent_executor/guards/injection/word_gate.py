@@ -32,30 +32,18 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import ahocorasick
-
-try:
-    from re import _constants as _c  # type: ignore[attr-defined]
-    from re import _parser as _p  # type: ignore[attr-defined]
-except ImportError:  # Python 3.10
-    import sre_constants as _c
-    import sre_parse as _p
+from ._parse_tree import REPEATS, alternatives, automaton, is_common, parsed, sre
+from .literal_gate import LiteralGate
 
 __all__ = ["LiteralGate", "Tokens", "WordGate"]
 
 _OPEN, _WORD, _PREFIX = 0, 1, 2  # still reading; the word must equal / start with the text
 _WORD_CHAR = re.compile(r"\w")
-_SPACE_CATEGORIES = frozenset({_c.CATEGORY_SPACE, _c.CATEGORY_LINEBREAK})
+_SPACE_CATEGORIES = frozenset({sre.CATEGORY_SPACE, sre.CATEGORY_LINEBREAK})
 
 _State = tuple[str, bool, int]  # (letters read, anchored at a word start, _OPEN/_WORD/_PREFIX)
 _Clause = tuple[frozenset[str], frozenset[str]]  # one of these whole words or word prefixes
-_Needs = tuple[tuple[frozenset[str], ...], ...]  # any alternative: all of its clauses
-_REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT))
-_ZERO_WIDTH = (_c.AT, _c.ASSERT, _c.ASSERT_NOT)
-_ATOMIC = getattr(_c, "ATOMIC_GROUP", None)  # (?>...): Python 3.11 and later
-_MAX_CLAUSES = 3
 _NONE: frozenset[int] = frozenset()
-_MAX_CLASS_CHARS = 10
 
 
 class _Ungated(Exception):
@@ -110,8 +98,8 @@ class WordGate:
         needles.update((f" {p}", "*" + p) for _, prefixes in clauses for p in prefixes)
         # Short common words as keys (``a``, ``the``, ``you``) are found in the text's set of
         # words; the automaton would report each of their occurrences.
-        common = {key for key in needles.values() if key[0] != "*" and _common(key)}
-        self._words = _automaton({n: k for n, k in needles.items() if k not in common})
+        common = {key for key in needles.values() if key[0] != "*" and is_common(key)}
+        self._words = automaton({n: k for n, k in needles.items() if k not in common})
         self._common = frozenset(common)
         self._start_keys = tuple(None if c is None else _tagged(c) for c in self._starts)
         self._needs = tuple(
@@ -240,88 +228,6 @@ class Tokens:
         return sorted(found)
 
 
-class LiteralGate:
-    """Picks, among ``patterns``, those whose necessary substrings all occur in a text.
-
-    Read off each pattern's parse tree: the literal runs a match must contain (``<|``, one of
-    ``system``/``admin``/..., ``://``). One pass of an Aho-Corasick automaton (pyahocorasick,
-    in C) finds which of them a text holds, whatever its length, so the guard no longer
-    searches the text once per string. Strings found in most texts (``:``, ``,``, ``at``,
-    ``the``) stay out of the automaton, which would report every occurrence; they are
-    looked for with ``in``, and only for the patterns the rarer strings leave in play. Each
-    alternative of a pattern is keyed by the clause with the fewest such common strings
-    (``exfiltrate``/``forward``/... rather than ``at``/``to``), so an ordinary text holds no
-    key and costs the one pass. A pattern with nothing to read runs for every text.
-    """
-
-    __slots__ = ("_always", "_automaton", "_by_key", "_common_keys", "_needs")
-
-    def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
-        needs_of = [_literal_needs(pattern) for pattern in patterns]
-        self._always = frozenset(i for i, needs in enumerate(needs_of) if needs is None)
-        by_key: dict[str, set[int]] = {}
-        for index, needs in enumerate(needs_of):
-            for alt in needs or ():
-                for string in min(alt, key=_key_cost):
-                    by_key.setdefault(string, set()).add(index)
-        self._by_key = {key: frozenset(found) for key, found in by_key.items()}
-        self._common_keys = tuple(sorted(key for key in by_key if _common(key)))
-        strings = {s for needs in needs_of for alt in needs or () for c in alt for s in c}
-        self._automaton = _automaton({s: s for s in sorted(strings) if not _common(s)})
-        # Each clause with its common strings, which the automaton does not report.
-        self._needs = tuple(
-            None
-            if needs is None
-            else tuple(tuple((c, tuple(s for s in c if _common(s))) for c in alt) for alt in needs)
-            for needs in needs_of
-        )
-
-    def candidates(self, text: str) -> list[int]:
-        """Indices, in order, of the patterns that can match in ``text``."""
-        automaton = self._automaton
-        present = {s for _, s in automaton.iter(text)} if automaton is not None else set()
-        present.update(key for key in self._common_keys if key in text)
-        found = set(self._always)
-        by_key = self._by_key
-        for key in present:
-            hit = by_key.get(key)
-            if hit is not None:
-                found |= hit
-
-        needs_of = self._needs
-        return [
-            index
-            for index in sorted(found)
-            if (needs := needs_of[index]) is None
-            or any(
-                all(
-                    not clause.isdisjoint(present) or any(s in text for s in common)
-                    for clause, common in alt
-                )
-                for alt in needs
-            )
-        ]
-
-
-def _common(string: str) -> bool:
-    """A string most texts hold (``:``, ``at``, ``the``): searched with ``in``, not the
-    automaton, which would report each of its occurrences."""
-    stripped = string.strip()
-    return len(stripped) < 2 or (len(stripped) <= 3 and stripped.isascii() and stripped.isalpha())
-
-
-def _automaton(needles: dict[str, str]) -> Any:
-    """An Aho-Corasick automaton that reports each needle as its key (``None`` if there
-    are no needles: pyahocorasick cannot search with an empty one)."""
-    if not needles:
-        return None
-    automaton = ahocorasick.Automaton()
-    for needle, key in needles.items():
-        automaton.add_word(needle, key)
-    automaton.make_automaton()
-    return automaton
-
-
 def _clause(starts: set[tuple[str, int]]) -> _Clause:
     words = frozenset(text for text, kind in starts if kind == _WORD)
     return words, frozenset(text for text, kind in starts if kind != _WORD)
@@ -332,36 +238,13 @@ def _tagged(clause: _Clause) -> frozenset[str]:
     return clause[0] | frozenset("*" + prefix for prefix in clause[1])
 
 
-def _parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:
-    if pattern.flags & re.IGNORECASE:
-        return None
-    try:
-        return list(_p.parse(pattern.pattern, pattern.flags))
-    except Exception:  # fail open: no gate
-        return None
-
-
-def _alternatives(items: list[tuple[Any, Any]], anchored: bool) -> list[tuple[Any, bool]]:
-    """The top-level alternatives of a pattern (through groups), and whether ``\\b`` leads."""
-    content = [(op, arg) for op, arg in items if op not in _ZERO_WIDTH]
-    if len(content) == 1:
-        leading = items[: items.index(content[0])]
-        anchored = anchored or (_c.AT, _c.AT_BOUNDARY) in leading
-        op, arg = content[0]
-        if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
-            return _alternatives(list(arg[-1]), anchored)
-        if op is _c.BRANCH:
-            return [alt for body in arg[1] for alt in _alternatives(list(body), anchored)]
-    return [(items, anchored)]
-
-
 def _word_needs(pattern: re.Pattern[str], limit: int) -> tuple[tuple[_Clause, ...], ...] | None:
     """For each alternative, the words that begin it and that follow its runs of whitespace."""
-    items = _parsed(pattern)
+    items = parsed(pattern)
     if items is None:
         return None
     out: list[tuple[_Clause, ...]] = []
-    for alt, anchored in _alternatives(items, False):
+    for alt, anchored in alternatives(items, False):
         slots = [(0, anchored)] + [(i + 1, True) for i, item in enumerate(alt) if _spaces(item)]
         clauses: list[_Clause] = []
         for start, slot_anchored in slots:
@@ -375,170 +258,15 @@ def _word_needs(pattern: re.Pattern[str], limit: int) -> tuple[tuple[_Clause, ..
 def _spaces(item: tuple[Any, Any]) -> bool:
     """Whether ``item`` is ``\\s+`` (one or more whitespace characters)."""
     op, arg = item
-    if op not in _REPEATS or arg[0] < 1:
+    if op not in REPEATS or arg[0] < 1:
         return False
     body = list(arg[2])
-    return body == [(_c.IN, [(_c.CATEGORY, _c.CATEGORY_SPACE)])]
-
-
-def _literal_needs(pattern: re.Pattern[str]) -> _Needs | None:
-    """For each alternative, the sets of strings one of which any match must contain."""
-    items = _parsed(pattern)
-    if items is None:
-        return None
-    out: list[tuple[frozenset[str], ...]] = []
-    for alt, _ in _alternatives(items, False):
-        found = {_minimal(clause) for clause in _literals(alt)}
-        clauses = sorted(found, key=_selectivity, reverse=True)[:_MAX_CLAUSES]
-        if not clauses:
-            return None
-        out.append(tuple(sorted(clauses, key=len)))  # fewest searches first
-    return tuple(out)
-
-
-def _minimal(clause: frozenset[str]) -> frozenset[str]:
-    """``clause`` without the strings that contain another of its strings (``ignorer`` beside
-    ``ignore``): one of them occurs exactly when one of the rest does, in fewer searches."""
-    return frozenset(s for s in clause if not any(o != s and o in s for o in clause))
-
-
-def _selectivity(clause: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
-    return min(map(len, clause)), -len(clause), tuple(sorted(clause))
-
-
-def _key_cost(clause: frozenset[str]) -> tuple[bool, int, int, tuple[str, ...]]:
-    """Which clause of an alternative keys it (the smallest): none of its strings found in
-    most texts (``:``, ``at`` would let most texts through), the shortest of them as long
-    as can be."""
-    common = any(map(_common, clause))
-    return common, -min(map(len, clause)), len(clause), tuple(sorted(clause))
-
-
-def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
-    """Clauses (sets of strings, one of which occurs in every match) of a sequence.
-
-    Adjacent items that match few strings (literals, small classes, branches and optional
-    parts of those) are read together: ``(?:ai|llm)s? ?,`` needs one of ``ai,``, ``ais ,``,
-    ``llm,``, ... rather than ``,`` alone, which most texts hold. Every stretch of such a run
-    whose strings are few and never empty is a clause.
-    """
-    out: list[frozenset[str]] = []
-    run: list[frozenset[str]] = []
-    for op, arg in items:
-        strings = _finite(op, arg)
-        if strings is not None:
-            run.append(strings)
-            continue
-        out += _stretches(run)
-        run = []
-        if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
-            out += _literals(arg[-1])
-        elif op is _ATOMIC:
-            out += _literals(arg)
-        elif op is _c.BRANCH:
-            picks = [max(_literals(body), key=_selectivity, default=None) for body in arg[1]]
-            if all(pick is not None for pick in picks):
-                out.append(frozenset().union(*(pick for pick in picks if pick is not None)))
-        elif op in _REPEATS and arg[0] >= 1:
-            out += _literals(arg[2])
-    return out + _stretches(run)
-
-
-def _stretches(run: list[frozenset[str]]) -> list[frozenset[str]]:
-    """The clauses of a run of items that each match few strings: the strings of each
-    longest stretch of it that match few and never the empty string. (A stretch inside
-    another needs less of a text, so it is not read.)"""
-    out = []
-    reached = -1
-    for first in range(len(run)):
-        strings, last = _EMPTY, first - 1
-        for item in run[first:]:
-            joined = _product(strings, item)
-            if joined is None:
-                break
-            strings, last = joined, last + 1
-        if last > reached and "" not in strings:
-            out.append(strings)
-            reached = last
-    return out
-
-
-_EMPTY = frozenset({""})
-_MAX_STRINGS = 64
-"""Strings a run of items may stand for before it is cut into clauses of its own."""
-
-
-def _product(left: frozenset[str], right: frozenset[str]) -> frozenset[str] | None:
-    """Every string of ``left`` followed by one of ``right`` (``None`` if too many)."""
-    if len(left) * len(right) > _MAX_STRINGS:
-        return None
-    return frozenset(a + b for a in left for b in right)
-
-
-def _finite(op: Any, arg: Any) -> frozenset[str] | None:
-    """The strings one item of a parse tree matches, if it matches few (else ``None``)."""
-    if op is _c.LITERAL:
-        return frozenset(chr(arg))
-    if op in _ZERO_WIDTH:
-        return _EMPTY  # consumes nothing: the letters either side stay adjacent
-    if op is _c.IN:
-        chars = _class_chars(arg)
-        return frozenset(chars) if chars else None
-    if op is _c.SUBPATTERN and not arg[1] & re.IGNORECASE:
-        return _finite_sequence(arg[-1])
-    if op is _ATOMIC:
-        return _finite_sequence(arg)
-    if op is _c.BRANCH:
-        union: set[str] = set()
-        for body in arg[1]:
-            strings = _finite_sequence(body)
-            if strings is None or len(union | strings) > _MAX_STRINGS:
-                return None
-            union |= strings
-        return frozenset(union)
-    if op in _REPEATS and arg[1] <= 2:
-        body = _finite_sequence(arg[2])
-        if body is None:
-            return None
-        found: set[str] = set()
-        power = _EMPTY
-        for count in range(arg[1] + 1):
-            if count >= arg[0]:
-                found |= power
-            joined = _product(power, body) if count < arg[1] else power
-            if joined is None:
-                return None
-            power = joined
-        return frozenset(found) if len(found) <= _MAX_STRINGS else None
-    return None
-
-
-def _finite_sequence(items: Iterable[tuple[Any, Any]]) -> frozenset[str] | None:
-    run = _EMPTY
-    for op, arg in items:
-        strings = _finite(op, arg)
-        joined = None if strings is None else _product(run, strings)
-        if joined is None:
-            return None
-        run = joined
-    return run
-
-
-def _class_chars(members: Any) -> list[str] | None:
-    chars: list[str] = []
-    for op, arg in members:
-        if op is _c.LITERAL:
-            chars.append(chr(arg))
-        elif op is _c.RANGE and arg[1] - arg[0] < _MAX_CLASS_CHARS:
-            chars.extend(chr(code) for code in range(arg[0], arg[1] + 1))
-        else:
-            return None
-    return chars if len(chars) <= _MAX_CLASS_CHARS else None
+    return body == [(sre.IN, [(sre.CATEGORY, sre.CATEGORY_SPACE)])]
 
 
 def _first_letters(pattern: re.Pattern[str], limit: int) -> set[tuple[str, int]] | None:
     """The (letters, _WORD or _PREFIX) a match of ``pattern`` begins with, or None if unknown."""
-    items = _parsed(pattern)
+    items = parsed(pattern)
     return None if items is None else _letters_from(items, False, limit)
 
 
@@ -563,24 +291,24 @@ def _sequence(items: Iterable[tuple[Any, Any]], states: set[_State], limit: int)
 
 
 def _item(op: Any, arg: Any, states: set[_State], limit: int) -> set[_State]:
-    if op is _c.AT:
-        if arg is _c.AT_BOUNDARY:
+    if op is sre.AT:
+        if arg is sre.AT_BOUNDARY:
             return {_boundary(state) for state in states}
         return states
-    if op in (_c.ASSERT, _c.ASSERT_NOT):
+    if op in (sre.ASSERT, sre.ASSERT_NOT):
         return states  # zero width: skipping a condition only lets more texts through
-    if op is _c.LITERAL:
+    if op is sre.LITERAL:
         return _read(states, (chr(arg),), limit)
-    if op is _c.IN:
+    if op is sre.IN:
         return _char_class(arg, states, limit)
-    if op is _c.SUBPATTERN:
+    if op is sre.SUBPATTERN:
         return _sequence(arg[-1], states, limit)
-    if op is _c.BRANCH:
+    if op is sre.BRANCH:
         out: set[_State] = set()
         for alternative in arg[1]:
             out |= _sequence(alternative, states, limit)
         return out
-    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)):
+    if op in REPEATS:
         low, high, body = arg
         if high == 0:
             return states
@@ -620,11 +348,11 @@ def _read(states: set[_State], chars: Iterable[str], limit: int) -> set[_State]:
 def _char_class(members: Any, states: set[_State], limit: int) -> set[_State]:
     chars: list[str] = []
     for op, arg in members:
-        if op is _c.LITERAL:
+        if op is sre.LITERAL:
             chars.append(chr(arg))
-        elif op is _c.RANGE and arg[1] - arg[0] < 16:
+        elif op is sre.RANGE and arg[1] - arg[0] < 16:
             chars.extend(chr(code) for code in range(arg[0], arg[1] + 1))
-        elif op is _c.CATEGORY and arg in _SPACE_CATEGORIES:
+        elif op is sre.CATEGORY and arg in _SPACE_CATEGORIES:
             chars.append(" ")
         else:
             return _stop(states, _PREFIX)
