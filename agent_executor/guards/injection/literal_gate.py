@@ -40,9 +40,9 @@ class LiteralGate:
     searches the text once per string. Strings found in most texts (``:``, ``,``, ``at``,
     ``the``) stay out of the automaton, which would report every occurrence; they are
     looked for with ``in``, and only for the patterns the rarer strings leave in play. Each
-    alternative of a pattern is keyed by the clause with the fewest such common strings
-    (``exfiltrate``/``forward``/... rather than ``at``/``to``), so an ordinary text holds no
-    key and costs the one pass. A pattern with nothing to read runs for every text.
+    alternative of a pattern is keyed by a clause without such common strings where it has
+    one (``exfiltrate``/``forward``/... rather than ``at``/``to``), so an ordinary text holds
+    no key and costs the one pass. A pattern with nothing to read runs for every text.
     """
 
     __slots__ = ("_always", "_automaton", "_by_key", "_common_keys", "_needs")
@@ -134,8 +134,7 @@ def _literals(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
 
     Adjacent items that match few strings (literals, small classes, branches and optional
     parts of those) are read together: ``(?:ai|llm)s? ?,`` needs one of ``ai,``, ``ais ,``,
-    ``llm,``, ... rather than ``,`` alone, which most texts hold. Every stretch of such a run
-    whose strings are few and never empty is a clause.
+    ``llm,``, ... rather than ``,`` alone, which most texts hold (see :func:`_stretches`).
     """
     out: list[frozenset[str]] = []
     run: list[frozenset[str]] = []

@@ -17,7 +17,7 @@ punctuated text: the literal strings a match must contain (``<|``, ``://``, one 
 ``llm,``) are looked for before the pattern runs.
 
 Both gates find every word and string they know in one pass over the text, with an
-Aho-Corasick automaton (pyahocorasick, in C): some 700 of them, where a substring search per
+Aho-Corasick automaton (pyahocorasick, in C): some 1,700 of them, where a substring search per
 string, or a set of the text's words and their prefixes, cost several times more
 (docs/benchmarks.md, "Injection guard").
 
