@@ -65,7 +65,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gzip
 import json
 import math
 import os
@@ -88,6 +87,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "tests" / "data"))
+from corpus_rows import concatenated, read_rows  # noqa: E402
 
 from agent_executor.guards.injection.scoring import score_text  # noqa: E402
 from benchmarks.processes import free_port, log, stop_process, wait_http  # noqa: E402
@@ -158,26 +160,6 @@ class Batch:
 # --- texts -------------------------------------------------------------------------------
 
 
-def _rows() -> list[dict[str, Any]]:
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def _concatenated(parts: list[str], size: int) -> list[str]:
-    """Texts of exactly ``size`` characters, made of consecutive ``parts`` joined by blank
-    lines (the last incomplete one is dropped)."""
-    texts: list[str] = []
-    current: list[str] = []
-    length = 0
-    for part in parts:
-        current.append(part)
-        length += len(part) + 2
-        if length >= size:
-            texts.append("\n\n".join(current)[:size])
-            current, length = [], 0
-    return texts
-
-
 def _split(texts: list[str], warm: int, per_round: int, rounds: int, what: str) -> list[list[str]]:
     """``texts`` as [warm-up, round 1, ..., round N], disjoint; fewer per round if short."""
     if len(texts) < warm + rounds * per_round:
@@ -208,7 +190,7 @@ def build_sets(sizes: dict[str, tuple[int, int]], rounds: int) -> list[TextSet]:
     texts (their first 1,000) and, from what is left of them, the 20,000-character texts.
     """
     rng = random.Random(SEED)
-    rows = [r for r in _rows() if not _CONTROL_RE.search(r["text"])]
+    rows = [r for r in read_rows(CORPUS) if not _CONTROL_RE.search(r["text"])]
     rng.shuffle(rows)
     benign = [r["text"] for r in rows if r["label"] == "benign"]
     attack = [r["text"] for r in rows if r["label"] == "attack"]
@@ -220,7 +202,7 @@ def build_sets(sizes: dict[str, tuple[int, int]], rounds: int) -> list[TextSet]:
     candidates = {
         "short": [t[:100] for t in benign if 100 <= len(t) < 1000],
         "medium": [t[:1000] for t in medium_rows],
-        "long": _concatenated(long_parts, LONG_CHARS),
+        "long": concatenated(long_parts, LONG_CHARS),
         "attack": [t[:1000] for t in attack if len(t) >= 1000],
     }
     labels = {

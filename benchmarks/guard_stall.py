@@ -7,7 +7,8 @@ between its chunks) records the longest gap between its turns while ``InjectionG
 scores a benign text of each size as a tool result, and the time the scoring took: once as
 shipped (texts above ``THREAD_ABOVE`` characters are scored in a worker thread) and once with
 the scoring called inline on the loop, as it was before. The texts are benign rows of
-``tests/data/injection_public.jsonl.gz`` joined, fresh each round; median over ``--rounds``.
+``tests/data/injection_public.jsonl.gz`` joined by blank lines, fresh each round; median over
+``--rounds``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "data"))
-from corpus_rows import read_rows  # noqa: E402
+from corpus_rows import concatenated, read_rows  # noqa: E402
 
 from agent_executor.guards.injection import InjectionGuard  # noqa: E402
 from agent_executor.guards.injection.guard import THREAD_ABOVE  # noqa: E402
@@ -33,14 +34,7 @@ def _texts(size: int, count: int) -> list[str]:
     rows = read_rows(ROOT / "tests" / "data" / "injection_public.jsonl.gz")
     benign = [row["text"] for row in rows if row["label"] == "benign"]
     random.Random(size).shuffle(benign)
-    pool = iter(benign)
-    out = []
-    for _ in range(count):
-        parts: list[str] = []
-        while sum(map(len, parts)) < size:
-            parts.append(next(pool))
-        out.append("\n".join(parts)[:size])
-    return out
+    return concatenated(benign, size)[:count]
 
 
 async def _stall(guard: InjectionGuard, text: str, inline: bool) -> tuple[float, float]:

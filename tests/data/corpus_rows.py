@@ -1,5 +1,6 @@
 """What every corpus collector writes: one row per text, and one byte-for-byte repeatable file;
-and how the tests, the trainer and the benchmarks read it back (:func:`read_rows`).
+and how the tests, the trainer and the benchmarks read it back (:func:`read_rows`) and join
+texts into long ones (:func:`concatenated`).
 
 ``collect_direct.py``, ``collect_indirect.py`` and ``collect_multilingual.py`` build their
 rows with :func:`corpus_row` and write them with :func:`write_rows`, so the three files share
@@ -35,3 +36,18 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     hold U+2028 or U+0085, which ``str.splitlines`` would also split at."""
     data = gzip.decompress(path.read_bytes()).decode("utf-8")
     return [json.loads(line) for line in data.split("\n") if line]
+
+
+def concatenated(parts: Iterable[str], size: int) -> list[str]:
+    """Texts of exactly ``size`` characters, made of consecutive ``parts`` joined by blank
+    lines (the last incomplete one is dropped)."""
+    texts: list[str] = []
+    current: list[str] = []
+    length = 0
+    for part in parts:
+        current.append(part)
+        length += len(part) + 2
+        if length >= size:
+            texts.append("\n\n".join(current)[:size])
+            current, length = [], 0
+    return texts

@@ -206,23 +206,24 @@ def _finite(op: Any, arg: Any) -> frozenset[str] | None:
         union: set[str] = set()
         for body in arg[1]:
             strings = _finite_sequence(body)
-            if strings is None or len(union | strings) > _MAX_STRINGS:
+            if strings is None:
                 return None
             union |= strings
-        return frozenset(union)
+        return frozenset(union) if len(union) <= _MAX_STRINGS else None
     if op in REPEATS and arg[1] <= 2:
-        body = _finite_sequence(arg[2])
+        low, high, body = arg[0], arg[1], _finite_sequence(arg[2])
         if body is None:
             return None
         found: set[str] = set()
         power = _EMPTY
-        for count in range(arg[1] + 1):
-            if count >= arg[0]:
+        for count in range(high + 1):
+            if count >= low:
                 found |= power
-            joined = _product(power, body) if count < arg[1] else power
-            if joined is None:
-                return None
-            power = joined
+            if count < high:
+                joined = _product(power, body)
+                if joined is None:
+                    return None
+                power = joined
         return frozenset(found) if len(found) <= _MAX_STRINGS else None
     return None
 
