@@ -25,9 +25,12 @@ texts with a warm vocabulary, as a service does.
 
 The figure is CPU time of the service process, not wall time: the sum over its threads of
 ``/proc/<pid>/task/*/schedstat`` (nanosecond resolution; ``utime + stime`` of
-``/proc/<pid>/stat`` counts in 10 ms ticks, too coarse for a batch, and is recorded only as a
-cross-check). CPU time does not count the time the service waits for the demo model's paced
-words or for a core on a loaded machine, so it stays put when wall times do not.
+``/proc/<pid>/stat`` counts in 10 ms ticks, too coarse for a batch of short texts, and is
+recorded as a cross-check). A batch during which a thread of the service started or ended (the
+guard scores texts over 2,000 characters in worker threads, which end when idle) is read from
+``/proc/<pid>/stat``, since schedstat loses the CPU of a thread that has ended. CPU time does
+not count the time the service waits for the demo model's paced words or for a core on a loaded
+machine, so it stays put when wall times do not.
 
 Reading it
 ----------
@@ -154,7 +157,14 @@ class Batch:
 
     @property
     def us_per_message(self) -> float:
-        return self.cpu_s / self.messages * 1e6
+        """CPU per message: schedstat's, unless a thread started or ended during the batch.
+
+        schedstat is read per live thread, so a worker thread that exits during a batch (the
+        guard scores long texts in threads, which exit when idle) takes all its CPU with it,
+        and the batch can come out negative; ``/proc/<pid>/stat`` counts exited threads too.
+        """
+        seconds = self.stat_cpu_s if self.threads_changed else self.cpu_s
+        return seconds / self.messages * 1e6
 
 
 # --- texts -------------------------------------------------------------------------------
@@ -589,7 +599,10 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         if row["errors"]:
             notes.append(f"- {row['label']}: errors {row['errors']}.")
         if row["threads_changed"]:
-            notes.append(f"- {row['label']}: the service's threads changed during a batch.")
+            notes.append(
+                f"- {row['label']}: the service's threads changed during a batch; that batch's "
+                "CPU is read from /proc/<pid>/stat (10 ms ticks), which counts exited threads."
+            )
     return "\n".join(lines + notes)
 
 
