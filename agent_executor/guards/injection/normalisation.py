@@ -152,11 +152,13 @@ def leet_readings(norm: str) -> list[str]:
         leet = [m.span() for m in _MIXED_TOKEN_RE.finditer(norm)]
         regions = around(leet, _LEET_MARGIN, len(norm))
         pieces = [norm[_word_start(norm, a) : _word_end(norm, b)] for a, b in regions]
-    out = []
+    out: list[str] = []
     for table in (LEET_I, LEET_L):
         read = [deleet(piece, table) for piece in pieces]
         if read != pieces:
-            out.append("\n".join(read))
+            joined = "\n".join(read)
+            if joined not in out:  # without a 1 or a |, both tables read the same
+                out.append(joined)
     return out
 
 
