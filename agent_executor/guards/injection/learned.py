@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import cache
 from importlib import resources
-from itertools import pairwise
+from itertools import pairwise, repeat
 from typing import Final, Literal, TypeAlias
 
 from .literal_gate import LiteralGate
@@ -219,6 +219,13 @@ def _markers(norm: str, present: set[str]) -> list[str]:
     ]
 
 
+_GRAM_SLICES: Final = tuple(
+    tuple(slice(i, i + n) for n in _NGRAMS for i in range(size - n + 1))
+    for size in range(_LONG_WORD + 3)
+)
+"""The n-grams of a padded word of each length, as slices in :func:`_subwords`' order."""
+
+
 def _subwords(word: str) -> list[str]:
     """A word's own feature and its character n-grams, as strings."""
     if len(word) > _LONG_WORD:
@@ -302,8 +309,14 @@ class Model:
 
     def _missing(self, word: str) -> float:
         """The summed weight of a word's own feature and its n-grams, cached."""
-        weights = self.weights
-        weight = sum(weights.get(gram, 0.0) for gram in _subwords(word))
+        get = self.weights.get
+        if len(word) > _LONG_WORD:
+            weight = get("=#long", 0.0)
+        else:
+            # :func:`_subwords`, summed in its order, without a Python step per n-gram.
+            padded = f"<{word}>"
+            grams = map(padded.__getitem__, _GRAM_SLICES[len(padded)])
+            weight = sum(map(get, grams, repeat(0.0)), get(f"={word}", 0.0))
         if len(self._word_cache) >= _CACHE_LIMIT:
             self._word_cache.clear()
         self._word_cache[word] = weight
