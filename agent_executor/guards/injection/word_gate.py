@@ -103,7 +103,7 @@ class WordGate:
         self._common = frozenset(common)
         self._start_keys = tuple(None if c is None else _tagged(c) for c in self._starts)
         self._needs = tuple(
-            None if alts is None else tuple(tuple(map(_tagged, alt)) for alt in alts)
+            None if alts is None else tuple(_rarest_first(alt, self._common) for alt in alts)
             for alts in needs
         )
         by_key: dict[str, set[int]] = {}
@@ -231,6 +231,14 @@ class Tokens:
 def _clause(starts: set[tuple[str, int]]) -> _Clause:
     words = frozenset(text for text, kind in starts if kind == _WORD)
     return words, frozenset(text for text, kind in starts if kind != _WORD)
+
+
+def _rarest_first(alt: Sequence[_Clause], common: frozenset[str]) -> tuple[frozenset[str], ...]:
+    """An alternative's clauses as keys, those least likely in a text first: a clause with a
+    common word (``you``, ``the``) last, then the larger ones. :meth:`WordGate.runnable` stops
+    at the first clause missing from a text, so this order decides how many it reads."""
+    tagged = [_tagged(clause) for clause in alt]
+    return tuple(sorted(tagged, key=lambda keys: (not common.isdisjoint(keys), len(keys))))
 
 
 def _tagged(clause: _Clause) -> frozenset[str]:
