@@ -7,6 +7,8 @@ import base64
 import json
 import logging
 import re
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -36,6 +38,7 @@ from agent_executor.guards.injection import (
     wrap_untrusted,
 )
 from agent_executor.guards.injection.guard import THREAD_ABOVE
+from agent_executor.guards.injection.learned import Reader
 from agent_executor.models.scripted import call, tool_turn
 
 from .helpers import collect, make_executor, sample
@@ -575,6 +578,33 @@ async def test_a_cancelled_run_does_not_wait_for_a_long_text_to_be_scored() -> N
     with anyio.move_on_after(0) as scope:
         await guard.assess("All good here. " * 7_000, "tool")
     assert scope.cancelled_caught
+
+
+async def test_long_texts_that_arrive_together_are_scored_one_at_a_time() -> None:
+    """Threads share one interpreter: scored side by side, a burst of long texts would finish
+    together, each as late as the last, and cost the switches between the threads."""
+    scoring, most = 0, 0
+    count = threading.Lock()
+
+    class Watched(InjectionGuard):
+        def score(self, text: str, reader: Reader = "user") -> InjectionScore:
+            nonlocal scoring, most
+            with count:
+                scoring += 1
+                most = max(most, scoring)
+            try:
+                time.sleep(0.02)  # long enough for a second thread to start if it could
+                return super().score(text, reader)
+            finally:
+                with count:
+                    scoring -= 1
+
+    guard = Watched(learned=False)
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(guard.assess, "All good here. " * 200, "tool")
+
+    assert most == 1
 
 
 def test_pathological_inputs_stay_cheap() -> None:

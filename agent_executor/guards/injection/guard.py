@@ -12,9 +12,11 @@ import inspect
 import logging
 import math
 import re
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, Literal, TypeAlias
 
+import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
@@ -46,6 +48,26 @@ ToolResultAction: TypeAlias = Literal["flag", "block", "off"]
 
 THREAD_ABOVE = 2_000
 """Texts of more characters than this are scored in a worker thread (see ``assess``)."""
+
+_LONG_TEXT_LIMITERS: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _long_text_limiter() -> anyio.CapacityLimiter:
+    """One worker thread at a time scores long texts, per event loop.
+
+    Threads share one interpreter: a second thread scoring beside the first adds no
+    throughput, only switches between them every few milliseconds, and a burst of long texts
+    scored side by side finishes all at once, each as late as the last. One at a time, each
+    is done as soon as its own scoring is, and the loop still takes turns with the thread.
+    """
+    loop = anyio.lowlevel.current_token().native_token
+    limiter = _LONG_TEXT_LIMITERS.get(loop)
+    if limiter is None:
+        limiter = _LONG_TEXT_LIMITERS[loop] = anyio.CapacityLimiter(1)
+    return limiter
+
 
 REJECTION_MESSAGE = "the message looks like a prompt-injection attempt"
 """The ``error.message`` of a rejection: fixed, so the matched text is never echoed back."""
@@ -139,11 +161,12 @@ class InjectionGuard:
         scoring takes about 2.5 µs per character (a quarter of a second for a 100,000-character
         tool result), and on the event loop that would stall every other stream of the process
         for as long. In a thread the loop takes turns with it (Python switches threads every
-        few milliseconds). Shorter texts cost less than the hand-off to a thread.
+        few milliseconds); long texts that arrive together wait for that one thread in turn.
+        Shorter texts cost less than the hand-off to a thread.
         """
         if min(len(text), self.max_scan_chars) > THREAD_ABOVE:
             heuristic = await anyio.to_thread.run_sync(
-                self.score, text, reader, abandon_on_cancel=True
+                self.score, text, reader, abandon_on_cancel=True, limiter=_long_text_limiter()
             )
         else:
             heuristic = self.score(text, reader)
