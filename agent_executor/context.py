@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -75,11 +74,23 @@ def current_run_context() -> RunContext | None:
     return _current.get()
 
 
-@contextmanager
-def bind_run_context(ctx: RunContext) -> Iterator[RunContext]:
-    """Make ``ctx`` the current run's context for the code inside (the executor's driver)."""
-    token = _current.set(ctx)
-    try:
-        yield ctx
-    finally:
-        _current.reset(token)
+class bind_run_context:
+    """Make ``ctx`` the current run's context for the code inside (the executor's driver).
+
+    A small class rather than a ``@contextmanager`` generator: one is alive for every running
+    run, and a generator with its frame and its wrapper hold several times the memory.
+    """
+
+    __slots__ = ("_ctx", "_token")
+
+    def __init__(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self._token: Token[RunContext | None] | None = None
+
+    def __enter__(self) -> RunContext:
+        self._token = _current.set(self._ctx)
+        return self._ctx
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        _current.reset(self._token)

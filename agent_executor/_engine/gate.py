@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import anyio
 
@@ -40,20 +38,20 @@ class ConcurrencyGate:
     def capacity(self) -> int:
         return int(self._limiter.total_tokens)
 
-    @asynccontextmanager
-    async def permit(self) -> AsyncIterator[None]:
+    def permit(self) -> _Permit:
         """Hold one permit for the duration of the ``async with`` block."""
-        borrower = object()
+        return _Permit(self)
+
+    async def _acquire(self, borrower: object) -> None:
         try:
             self._limiter.acquire_on_behalf_of_nowait(borrower)
         except anyio.WouldBlock:
             await self._wait(borrower)
         self._metrics.in_flight.inc()
-        try:
-            yield
-        finally:
-            self._limiter.release_on_behalf_of(borrower)
-            self._metrics.in_flight.dec()
+
+    def _release(self, borrower: object) -> None:
+        self._limiter.release_on_behalf_of(borrower)
+        self._metrics.in_flight.dec()
 
     async def _wait(self, borrower: object) -> None:
         if self._max_queue is not None and self._queued >= self._max_queue:
@@ -76,3 +74,23 @@ class ConcurrencyGate:
                 ErrorCode.OVERLOADED,
                 f"the server is busy: no capacity within {self._queue_timeout} s",
             )
+
+
+class _Permit:
+    """One run's permit, and the limiter's borrower of it.
+
+    A small class rather than an ``@asynccontextmanager`` generator: one is alive for every
+    running run, and a generator with its frame and its wrapper hold several times the memory.
+    Releasing takes no ``await``, so a cancelled run cannot leave with its permit.
+    """
+
+    __slots__ = ("_gate",)
+
+    def __init__(self, gate: ConcurrencyGate) -> None:
+        self._gate = gate
+
+    async def __aenter__(self) -> None:
+        await self._gate._acquire(self)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._gate._release(self)

@@ -179,20 +179,25 @@ async def _open_once(
     model: ChatModel, request: ModelRequest, first_token_timeout: float | None
 ) -> tuple[AsyncIterator[ModelChunk], ModelChunk | None]:
     stream = model.stream(request)
+    wait = math.inf if first_token_timeout is None else first_token_timeout
     try:
-        with anyio.fail_after(first_token_timeout):
+        # A cancel scope, not ``anyio.fail_after``: that is two generator context managers
+        # per model turn, alive while the first chunk is awaited.
+        with anyio.CancelScope(deadline=anyio.current_time() + wait):
             return stream, await stream.__anext__()
     except StopAsyncIteration:
         return stream, None
     except TimeoutError:
-        await _close(stream)
-        raise ModelError(
-            f"model {model.name} sent nothing within {first_token_timeout} s (first-token timeout)",
-            retryable=True,
-        ) from None
+        pass
     except BaseException:
         await _close(stream)
         raise
+    # The scope's deadline passed (it caught its own cancellation), or the model timed out.
+    await _close(stream)
+    raise ModelError(
+        f"model {model.name} sent nothing within {first_token_timeout} s (first-token timeout)",
+        retryable=True,
+    ) from None
 
 
 async def _consume(

@@ -12,7 +12,7 @@ import copy
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode
@@ -32,6 +32,9 @@ logger = logging.getLogger("agent_executor")
 
 OUTPUT_GUARD = "output_guard"
 """The output guard's ``guard`` label in ``agent_executor_guard_rejections_total``."""
+
+_NO_SPAN: AbstractContextManager[Span] = nullcontext(None)
+"""The run's span when tracing is off: one shared, stateless context manager."""
 
 _SERVER_SIDE_FAILURES = frozenset(
     code.value
@@ -118,9 +121,15 @@ class RunTelemetry:
 
     # -- runs ---------------------------------------------------------------------------------
 
+    def run_span(self, run: RunState) -> AbstractContextManager[Span]:
+        """The span of the whole run (its trace id goes into the logging context); nothing is
+        made per run when tracing is off."""
+        if not self.tracing.enabled:
+            return _NO_SPAN
+        return self._run_span(run)
+
     @contextmanager
-    def run_span(self, run: RunState) -> Iterator[Span]:
-        """The span of the whole run (its trace id goes into the logging context)."""
+    def _run_span(self, run: RunState) -> Iterator[Span]:
         ctx = run.ctx
         attributes = {
             "gen_ai.operation.name": "invoke_agent",
