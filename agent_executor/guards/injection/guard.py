@@ -60,7 +60,8 @@ def _long_text_limiter() -> anyio.CapacityLimiter:
     Threads share one interpreter: a second thread scoring beside the first adds no
     throughput, only switches between them every few milliseconds, and a burst of long texts
     scored side by side finishes all at once, each as late as the last. One at a time, each
-    is done as soon as its own scoring is, and the loop still takes turns with the thread.
+    is done as soon as its own scoring is, and the loop still takes turns with the thread. (A
+    text whose run was cancelled is left to finish in its thread and no longer holds it.)
     """
     loop = anyio.lowlevel.current_token().native_token
     limiter = _LONG_TEXT_LIMITERS.get(loop)
