@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,9 +15,20 @@ from hypothesis import strategies as st
 from agent_executor.guards.injection import normalisation, rules
 from agent_executor.guards.injection.word_gate import LiteralGate, WordGate
 
+sys.path.insert(0, str(Path(__file__).parent / "data"))
+from corpus_rows import read_rows
+
 CORPUS = Path(__file__).parent / "data" / "injection_corpus.jsonl"
 MULTILINGUAL = Path(__file__).parent / "data" / "injection_multilingual.jsonl.gz"
 """Public texts in twelve languages (tests/data/SOURCES.md): the rules in other scripts."""
+
+
+def _rows(*public: Path) -> list[dict[str, str]]:
+    """The hand-written corpus's rows, then those of each public corpus file."""
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+    for path in public:
+        rows += read_rows(path)
+    return rows
 
 
 def _picked(pattern: str, text: str) -> bool:
@@ -102,9 +113,7 @@ _LITERAL_GATES = (
 def test_the_literal_gates_never_skip_a_pattern_that_matches_in_the_corpus(
     gate: LiteralGate, patterns: list[re.Pattern[str]], view: Callable[[str], str]
 ) -> None:
-    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
-    with gzip.open(MULTILINGUAL, "rt", encoding="utf-8") as lines:
-        rows += [json.loads(line) for line in lines]
+    rows = _rows(MULTILINGUAL)
     matched = 0
     for row in rows:
         text = view(row["text"])
@@ -153,10 +162,7 @@ def _deleet_token_by_token(text: str, table: dict[int, int]) -> str:
 
 
 def test_leetspeak_is_read_in_exactly_the_tokens_that_mix_letters_and_leet() -> None:
-    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
-    for corpus in (MULTILINGUAL, DIRECT):
-        with gzip.open(corpus, "rt", encoding="utf-8") as lines:
-            rows += [json.loads(line) for line in lines]
+    rows = _rows(MULTILINGUAL, DIRECT)
     changed = 0
     for row in rows:
         norm = normalisation.normalise(row["text"])
@@ -225,9 +231,7 @@ def test_the_word_gate_finds_what_a_scan_finds_for_generated_rules(
 def test_the_gates_find_every_match_in_long_texts() -> None:
     # In 20,000 characters of joined corpus rows nearly every rule's words occur, and rules
     # that start with a common word take the other path of finditer (a whole scan).
-    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
-    with gzip.open(DIRECT, "rt", encoding="utf-8") as lines:
-        rows += [json.loads(line) for line in lines]
+    rows = _rows(DIRECT)
     texts = iter(row["text"] for row in rows)
     scanned = matched = 0
     for _ in range(12):

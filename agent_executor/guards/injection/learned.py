@@ -226,14 +226,19 @@ _GRAM_SLICES: Final = tuple(
 """The n-grams of a padded word of each length, as slices in :func:`_subwords`' order."""
 
 
+def _features(word: str) -> tuple[str, Iterator[str]]:
+    """A word's own feature and its character n-grams, made in C from the slices (an overlong
+    word has one shared feature and no n-grams)."""
+    if len(word) > _LONG_WORD:
+        return "=#long", iter(())
+    padded = f"<{word}>"
+    return f"={word}", map(padded.__getitem__, _GRAM_SLICES[len(padded)])
+
+
 def _subwords(word: str) -> list[str]:
     """A word's own feature and its character n-grams, as strings."""
-    if len(word) > _LONG_WORD:
-        return ["=#long"]
-    padded = f"<{word}>"
-    size = len(padded)
-    grams = [padded[i : i + n] for n in _NGRAMS for i in range(size - n + 1)]
-    return [f"={word}", *grams]
+    own, grams = _features(word)
+    return [own, *grams]
 
 
 def window_features(words: Sequence[str], markers: Sequence[str]) -> dict[str, float]:
@@ -310,13 +315,9 @@ class Model:
     def _missing(self, word: str) -> float:
         """The summed weight of a word's own feature and its n-grams, cached."""
         get = self.weights.get
-        if len(word) > _LONG_WORD:
-            weight = get("=#long", 0.0)
-        else:
-            # :func:`_subwords`, summed in its order, without a Python step per n-gram.
-            padded = f"<{word}>"
-            grams = map(padded.__getitem__, _GRAM_SLICES[len(padded)])
-            weight = sum(map(get, grams, repeat(0.0)), get(f"={word}", 0.0))
+        own, grams = _features(word)
+        # :func:`_subwords`, summed in its order, without a Python step per n-gram.
+        weight = sum(map(get, grams, repeat(0.0)), get(own, 0.0))
         if len(self._word_cache) >= _CACHE_LIMIT:
             self._word_cache.clear()
         self._word_cache[word] = weight
