@@ -106,7 +106,8 @@ async def _burst(client: str, base_url: str, streams: int) -> dict[str, float]:
 
         close = session.close
     else:
-        from agent_executor.models._http import ConnectionPool, Response
+        from agent_executor.models._connections import ConnectionPool
+        from agent_executor.models._http import Response
 
         pool = ConnectionPool(url, headers=_HEADERS, limit=streams + 1)
 

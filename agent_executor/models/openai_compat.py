@@ -24,7 +24,8 @@ import orjson
 
 from ..errors import ModelError, UnsupportedRequestError, retryable_status
 from ..messages import Usage, to_openai_messages
-from ._http import ConnectionPool, Response
+from ._connections import ConnectionPool
+from ._http import Response
 from .base import ModelChunk, ModelRequest, ToolCallDelta
 
 __all__ = ["OpenAICompatModel"]
