@@ -104,13 +104,12 @@ class ConnectionPool:
                     await self._send(response, body, loop)
                     return response
                 except OSError:
-                    if response.status or response._head:
+                    if response.answered:
                         raise
                     # Nothing came back on a kept-alive connection: the server had closed it
                     # as the request went out. Sent again once on a new one, as browsers do.
                     self._open.discard(response)
-                    response._in_use = False
-                    response.close()
+                    response.abandon()
             response = None
             response = await self._connect(loop)
             await self._send(response, body, loop)
@@ -124,19 +123,9 @@ class ConnectionPool:
         return response
 
     async def _send(self, response: Response, body: bytes, loop: asyncio.AbstractEventLoop) -> None:
-        transport = response._transport
-        assert transport is not None
-        transport.write(b"".join((self._head, b"Content-Length: %d\r\n\r\n" % len(body), body)))
-        while not response.status:
-            if response._error is not None:
-                raise response._error
-            if response._closed:
-                raise HTTPProtocolError("the server closed the connection without answering")
-            waiter = response._waiter = loop.create_future()
-            try:
-                await waiter
-            finally:
-                response._waiter = None
+        await response.exchange(
+            b"".join((self._head, b"Content-Length: %d\r\n\r\n" % len(body), body)), loop
+        )
 
     async def aclose(self) -> None:
         """Close every connection, idle or in use (those of an earlier event loop are only
@@ -152,8 +141,7 @@ class ConnectionPool:
         """A new event loop (the first, or a test's next one): the old loop's connections are
         dropped, not reused."""
         for response in self._open:
-            response._in_use = False
-            response._closed = True
+            response.abandon(close=False)
         self._open = set()
         self._idle = []
         self._slots = None
@@ -165,12 +153,11 @@ class ConnectionPool:
         now = time.monotonic()
         while idle:
             response = idle.pop()
-            if response._closed or now - response.idle_since > _KEEP_ALIVE:
+            if response.closed or now - response.idle_since > _KEEP_ALIVE:
                 response.close()
                 self._open.discard(response)
                 continue
-            response._in_use = True
-            response._reset()
+            response.reuse()
             return response
         return None
 
@@ -221,7 +208,7 @@ class ConnectionPool:
         return self._ssl
 
     def _put_back(self, response: Response, reusable: bool) -> None:
-        if response._pool is self and self._slots is not None and response in self._open:
+        if self._slots is not None and response in self._open:
             self._slots.release()
         if reusable and not self._closed and response in self._open:
             response.idle_since = time.monotonic()

@@ -150,6 +150,46 @@ class Response(asyncio.Protocol):
             self._paused = True
             self._transport.pause_reading()
 
+    # -- the exchange -----------------------------------------------------------------------
+
+    @property
+    def answered(self) -> bool:
+        """Whether any byte of an answer has come back on this connection."""
+        return bool(self.status or self._head)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def exchange(self, request: bytes, loop: asyncio.AbstractEventLoop) -> None:
+        """Send ``request`` and wait for the answer's head."""
+        assert self._transport is not None
+        self._transport.write(request)
+        while not self.status:
+            if self._error is not None:
+                raise self._error
+            if self._closed:
+                raise HTTPProtocolError("the server closed the connection without answering")
+            waiter = self._waiter = loop.create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+
+    def reuse(self) -> None:
+        """Ready for the next request on this kept-alive connection."""
+        self._in_use = True
+        self._reset()
+
+    def abandon(self, close: bool = True) -> None:
+        """Out of its pool's hands without a release (a stale connection, or one of an
+        earlier event loop, which is not closed from this one)."""
+        self._in_use = False
+        if close:
+            self.close()
+        else:
+            self._closed = True
+
     # -- reading ----------------------------------------------------------------------------
 
     async def read(self) -> bytes:
