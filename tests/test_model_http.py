@@ -21,6 +21,8 @@ import http.server
 import ipaddress
 import json
 import ssl
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -432,6 +434,44 @@ def uvicorn_thread() -> Iterator[str]:
     yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1"
     server.should_exit = True
     thread.join(5)
+
+
+_FULL_FOR_A_MOMENT = """
+import asyncio, os, resource, sys
+from agent_executor import OpenAICompatModel, UserMessage
+from agent_executor.models import ModelRequest
+
+async def main():
+    request = ModelRequest([UserMessage(content="hi")])
+    warm = OpenAICompatModel("m", base_url=sys.argv[1])  # every lazy import done before
+    [c async for c in warm.stream(request)]
+    await warm.aclose()
+    model = OpenAICompatModel("m", base_url=sys.argv[1])  # no connection of its own yet
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+    held = []
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    asyncio.get_running_loop().call_later(0.1, lambda: [os.close(fd) for fd in held[-4:]])
+    print([c.text async for c in model.stream(request) if c.text])
+    await model.aclose()
+
+asyncio.run(main())
+"""
+
+
+def test_a_process_out_of_descriptors_for_a_moment_still_connects(uvicorn_thread: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_FOR_A_MOMENT, uvicorn_thread],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.stdout.strip() == "['hi']", done.stderr[-2000:]
 
 
 def test_an_aiohttp_session_is_refused_with_what_to_pass_instead() -> None:

@@ -5,6 +5,7 @@ answers)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import socket
 import ssl
@@ -21,6 +22,7 @@ __all__ = ["ConnectionPool"]
 
 _DNS_TTL = 10.0
 _KEEP_ALIVE = 30.0
+_NO_DESCRIPTOR_PAUSES = (0.02, 0.05, 0.1, 0.2, 0.4, None)
 
 
 class ConnectionPool:
@@ -162,24 +164,38 @@ class ConnectionPool:
         return None
 
     async def _connect(self, loop: asyncio.AbstractEventLoop) -> Response:
+        """A new connection; with no descriptor left (``EMFILE``, ``ENFILE``) tried again for up
+        to ~0.8 s: a process is often full only for a moment (a burst of requests being refused
+        holds theirs while they are answered), and a run the service admitted should not fail
+        for that moment. After it the error reaches the run as ``overloaded``."""
+        with anyio.fail_after(self._connect_timeout):
+            for pause in _NO_DESCRIPTOR_PAUSES:
+                try:
+                    return await self._open_connection(loop)
+                except OSError as exc:
+                    if pause is None or exc.errno not in (errno.EMFILE, errno.ENFILE):
+                        raise
+                await asyncio.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _open_connection(self, loop: asyncio.AbstractEventLoop) -> Response:
         response = Response(self)
         context = self._context() if self._tls else None
         error: OSError | None = None
-        with anyio.fail_after(self._connect_timeout):
-            for address in await self._resolve(loop):
-                try:
-                    await loop.create_connection(
-                        lambda: response,
-                        address,
-                        self._port,
-                        ssl=context,
-                        server_hostname=self._host if context is not None else None,
-                    )
-                except OSError as exc:
-                    error = exc
-                    continue
-                self._open.add(response)
-                return response
+        for address in await self._resolve(loop):
+            try:
+                await loop.create_connection(
+                    lambda: response,
+                    address,
+                    self._port,
+                    ssl=context,
+                    server_hostname=self._host if context is not None else None,
+                )
+            except OSError as exc:
+                error = exc
+                continue
+            self._open.add(response)
+            return response
         assert error is not None
         raise error
 
