@@ -40,7 +40,13 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from agent_executor import ModelChunk, ModelError, OpenAICompatModel, UserMessage
+from agent_executor import (
+    ConfigurationError,
+    ModelChunk,
+    ModelError,
+    OpenAICompatModel,
+    UserMessage,
+)
 from agent_executor.models import ModelRequest
 from agent_executor.models._connections import ConnectionPool
 from agent_executor.models._http import Response
@@ -477,6 +483,13 @@ def test_a_process_out_of_descriptors_for_a_moment_still_connects(uvicorn_thread
 def test_an_aiohttp_session_is_refused_with_what_to_pass_instead() -> None:
     with pytest.raises(TypeError, match="ssl="):
         OpenAICompatModel("m", base_url="http://127.0.0.1:1/v1", session=object())
+
+
+def test_a_key_with_a_line_break_or_a_url_that_is_not_http_is_refused_when_made() -> None:
+    with pytest.raises(ConfigurationError, match="line break: 'Authorization'"):
+        OpenAICompatModel("m", base_url="http://127.0.0.1:1/v1", api_key="sk-test\n")
+    with pytest.raises(ConfigurationError, match="not an http"):
+        OpenAICompatModel("m", base_url="localhost:8000/v1")
 
 
 # -- TLS ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import socket
 import ssl
 import time
 from collections.abc import Mapping
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
 
@@ -48,7 +48,7 @@ class ConnectionPool:
         self._ssl = ssl_context
         self._limit = limit
         self._connect_timeout = connect_timeout
-        target = parts.path or "/"
+        target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
         query_text = "&".join(q for q in (parts.query, urlencode(dict(query or {}))) if q)
         if query_text:
             target = f"{target}?{query_text}"
@@ -67,7 +67,7 @@ class ConnectionPool:
             if name.lower() in ("host", "content-length", "transfer-encoding", "connection"):
                 continue
             lines.append(f"{name}: {value}")
-        self._head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+        self._head = ("\r\n".join(lines) + "\r\n").encode()  # UTF-8, as aiohttp sent it
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
         self._idle: list[Response] = []

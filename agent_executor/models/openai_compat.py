@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import ModelError, UnsupportedRequestError, retryable_status
+from ..errors import ConfigurationError, ModelError, UnsupportedRequestError, retryable_status
 from ..messages import Usage, to_openai_messages
 from ._connections import ConnectionPool
 from ._http import Response
@@ -79,6 +79,10 @@ class OpenAICompatModel:
         self._connect_timeout = connect_timeout
         self._ssl = ssl
         self._pool: ConnectionPool | None = None
+        try:
+            self._connections()  # a bad URL or header is refused here, not at the first call
+        except ValueError as exc:
+            raise ConfigurationError(f"OpenAICompatModel({model!r}): {exc}") from None
 
     @property
     def name(self) -> str:
