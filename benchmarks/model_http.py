@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from processes import MAIN_PY, ROOT, LLMServer, log, raise_nofile  # noqa: E402
+from procfs import rss_kib  # noqa: E402
 
 _BODY = json.dumps(
     {
@@ -125,7 +126,7 @@ async def _burst(client: str, base_url: str, streams: int) -> dict[str, float]:
         close = pool.aclose
     await one()  # warm-up: imports, the first connection
     gc.collect()
-    before = _rss_kib()
+    before = rss_kib()
     cpu0 = time.process_time()
     counts = await asyncio.gather(*(one() for _ in range(streams)))
     cpu = time.process_time() - cpu0
@@ -154,13 +155,6 @@ async def _lines(pieces: object) -> int:
                     orjson.loads(payload)
                     count += 1
     return count
-
-
-def _rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ answers)."""
 from __future__ import annotations
 
 import asyncio
-import errno
 import ipaddress
 import socket
 import ssl
@@ -16,13 +15,14 @@ from urllib.parse import quote, urlencode, urlsplit
 import anyio
 
 from .._version import __version__
+from ..errors import out_of_descriptors
 from ._http import HTTPProtocolError, Response
 
 __all__ = ["ConnectionPool"]
 
 _DNS_TTL = 10.0
 _KEEP_ALIVE = 30.0
-_NO_DESCRIPTOR_PAUSES = (0.02, 0.05, 0.1, 0.2, 0.4, None)
+_NO_DESCRIPTOR_PAUSES = (0.02, 0.05, 0.1, 0.2, 0.4)
 
 
 class ConnectionPool:
@@ -72,7 +72,8 @@ class ConnectionPool:
         self._slots: asyncio.Semaphore | None = None
         self._idle: list[Response] = []
         self._open: set[Response] = set()
-        self._addresses: list[str] = []
+        self._literal = _is_address(self._host)
+        self._addresses: list[str] = [self._host] if self._literal else []
         self._resolved_at = 0.0
         self._closed = False
 
@@ -173,10 +174,10 @@ class ConnectionPool:
                 try:
                     return await self._open_connection(loop)
                 except OSError as exc:
-                    if pause is None or exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    if not out_of_descriptors(exc):
                         raise
                 await asyncio.sleep(pause)
-        raise AssertionError("unreachable")  # pragma: no cover
+            return await self._open_connection(loop)
 
     async def _open_connection(self, loop: asyncio.AbstractEventLoop) -> Response:
         response = Response(self)
@@ -203,13 +204,7 @@ class ConnectionPool:
         """The host's addresses, kept ``_DNS_TTL`` seconds (a burst of new connections asks
         the resolver once, as aiohttp's cache did)."""
         host = self._host
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            pass
-        else:
-            return [host]
-        if self._addresses and time.monotonic() - self._resolved_at < _DNS_TTL:
+        if self._literal or (self._addresses and time.monotonic() - self._resolved_at < _DNS_TTL):
             return self._addresses
         infos = await loop.getaddrinfo(host, self._port, type=socket.SOCK_STREAM)
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
@@ -232,3 +227,12 @@ class ConnectionPool:
             return
         self._open.discard(response)
         response.close()
+
+
+def _is_address(host: str) -> bool:
+    """Whether ``host`` is an IP address already (nothing to resolve)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

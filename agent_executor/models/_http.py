@@ -69,7 +69,6 @@ class Response(asyncio.Protocol):
         "_transport",
         "_waiter",
         "complete",
-        "content_type",
         "idle_since",
         "reason",
         "retry_after",
@@ -100,7 +99,6 @@ class Response(asyncio.Protocol):
         self.status = 0
         self.reason = ""
         self.retry_after: str | None = None
-        self.content_type = ""
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -264,7 +262,6 @@ class Response(asyncio.Protocol):
         fields = _fields(lines[1:])
         self.status, self.reason = status, reason
         self.retry_after = fields.get("retry-after")
-        self.content_type = fields.get("content-type", "")
         tokens = {token.strip() for token in fields.get("connection", "").lower().split(",")}
         self._keep_alive = (
             "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
@@ -411,7 +408,6 @@ _FIELDS = frozenset(
         "connection",
         "content-encoding",
         "content-length",
-        "content-type",
         "retry-after",
         "transfer-encoding",
     )
