@@ -406,6 +406,44 @@ async def test_no_more_connections_than_the_limit_and_a_cancelled_stream_gives_i
     assert peak == 2
 
 
+async def test_a_reader_that_lags_leaves_the_backlog_to_tcp_and_loses_nothing() -> None:
+    """A stream whose reader falls behind (a busy process) holds at most 16 KiB unread (one read
+    past the pause mark); the rest waits in the socket buffers, and the server's writes wait."""
+    frame = b"data: " + b"x" * 1000 + b"\n\n"
+    frames = 8192  # 8 MiB: more than loopback's socket buffers hold
+    written = 0
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        nonlocal written
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for _ in range(frames):
+            await response.write(frame)
+            written += 1
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", completions)
+    runner, port = await serve_locally(app)
+    pool = ConnectionPool(f"http://127.0.0.1:{port}/v1/chat/completions", headers={})
+    try:
+        response = await pool.post(b"{}")
+        assert response.status == 200
+        received = len(await response.read())
+        await asyncio.sleep(0.5)  # not reading
+        assert response._buffered <= 16 * 1024
+        assert written < frames  # the server waits for the reader
+        while data := await response.read():
+            assert response._buffered == 0
+            received += len(data)
+        response.release()
+    finally:
+        await pool.aclose()
+        await runner.cleanup()
+    assert written == frames
+    assert received == frames * len(frame)
+
+
 @pytest.mark.filterwarnings("ignore::ResourceWarning")  # the first loop's socket, left open
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_one_model_serves_one_event_loop_after_another(uvicorn_thread: str) -> None:

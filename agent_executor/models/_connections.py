@@ -16,7 +16,7 @@ import anyio
 
 from .._version import __version__
 from ..errors import out_of_descriptors
-from ._http import HTTPProtocolError, Response
+from ._http import READ_SIZE, HTTPProtocolError, Response
 
 __all__ = ["ConnectionPool"]
 
@@ -73,6 +73,7 @@ class ConnectionPool:
         self._idle: list[Response] = []
         self._open: set[Response] = set()
         self._literal = _is_address(self._host)
+        self.read_buffer = memoryview(bytearray(READ_SIZE))
         self._addresses: list[str] = [self._host] if self._literal else []
         self._resolved_at = 0.0
         self._closed = False
@@ -150,6 +151,7 @@ class ConnectionPool:
         self._slots = None
         self._loop = loop
         self._closed = False
+        self.read_buffer = memoryview(bytearray(READ_SIZE))
 
     def _reuse(self) -> Response | None:
         idle = self._idle

@@ -141,17 +141,21 @@ class OpenAICompatModel:
             # The SSE body, parsed here rather than in a generator of its own (one
             # async-generator hop less per chunk): bytes → lines → ``data:`` payloads →
             # chunks, until ``[DONE]`` or the end of the body. Comments (``: ping``),
-            # ``event:`` lines and blank lines are skipped; CRLF ends are stripped.
+            # ``event:`` lines and blank lines are skipped; CRLF ends are stripped. Lines are
+            # found in place, not split out: a split would copy every line of a lagging
+            # reader's backlog and keep the copies while the chunks are yielded one by one.
             read = response.read
             pending = b""
             reasoning = _Reasoning()
             while data := await read():
-                lines = (pending + data).split(b"\n") if pending else data.split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    if not line.startswith(b"data:"):
+                if pending:
+                    data = pending + data
+                start = 0
+                while (end := data.find(b"\n", start)) >= 0:
+                    line, start = start, end + 1
+                    if not data.startswith(b"data:", line, end):
                         continue
-                    payload = line[5:].strip()
+                    payload = data[line + 5 : end].strip()
                     if payload == b"[DONE]":
                         await response.finish()  # the body's end: the connection is reused
                         if reasoning.parts:
@@ -161,6 +165,7 @@ class OpenAICompatModel:
                         chunk = _convert(orjson.loads(payload), reasoning)
                         if chunk is not None:
                             yield chunk
+                pending = data[start:]
             payload = pending[5:].strip() if pending.startswith(b"data:") else b""
             if payload and payload != b"[DONE]":
                 chunk = _convert(orjson.loads(payload), reasoning)
