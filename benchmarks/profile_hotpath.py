@@ -292,6 +292,7 @@ def _load_report(title: str, raw: Path, cpu_s: float, chunks: int, top: int) -> 
         "_write",
         "frame",
         "data_received",
+        "buffer_updated",
         "_run_once",
         "select",
     ]

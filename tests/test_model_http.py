@@ -47,8 +47,8 @@ from agent_executor import (
     OpenAICompatModel,
     UserMessage,
 )
-from agent_executor.models import ModelRequest
-from agent_executor.models._connections import ConnectionPool
+from agent_executor.models import ModelRequest, _connections
+from agent_executor.models._connections import READ_MAX, READ_MIN, ConnectionPool
 from agent_executor.models._http import Response
 
 from .fakes.local import serve_locally
@@ -286,9 +286,11 @@ def test_the_same_answer_split_at_every_byte_reads_the_same() -> None:
     splits = [[wire[:cut], wire[cut:]] for cut in range(1, len(wire))]
     splits.append([wire[i : i + 1] for i in range(len(wire))])
     for parts in splits:
-        response = Response(ConnectionPool("http://127.0.0.1:1/v1", headers={}))
+        pool = ConnectionPool("http://127.0.0.1:1/v1", headers={})
+        response = Response(pool)
         for part in parts:
-            response.data_received(part)
+            pool.read_buffer[: len(part)] = part  # as the transport's ``recv_into`` does
+            response.buffer_updated(len(part))
         assert response.status == 200, parts[0]
         assert response.complete, parts[0]
         assert b"".join(response._body) == b"".join(frames), parts[0]
@@ -406,42 +408,78 @@ async def test_no_more_connections_than_the_limit_and_a_cancelled_stream_gives_i
     assert peak == 2
 
 
-async def test_a_reader_that_lags_leaves_the_backlog_to_tcp_and_loses_nothing() -> None:
-    """A stream whose reader falls behind (a busy process) holds at most 16 KiB unread (one read
-    past the pause mark); the rest waits in the socket buffers, and the server's writes wait."""
-    frame = b"data: " + b"x" * 1000 + b"\n\n"
-    frames = 8192  # 8 MiB: more than loopback's socket buffers hold
-    written = 0
+def _flood(frames: int, frame: bytes, written: list[int]) -> web.Application:
+    """An app answering each completion with ``frames`` × ``frame`` as fast as the socket
+    takes them (``written``: frames written so far, per request)."""
 
     async def completions(request: web.Request) -> web.StreamResponse:
-        nonlocal written
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        written.append(0)
+        slot = len(written) - 1
         for _ in range(frames):
             await response.write(frame)
-            written += 1
+            written[slot] += 1
         return response
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", completions)
-    runner, port = await serve_locally(app)
+    return app
+
+
+async def test_a_reader_that_lags_leaves_the_backlog_to_tcp_and_loses_nothing() -> None:
+    """A stream whose reader falls behind (a busy process) holds at most two reads unread (256
+    KiB each for a lone connection, as asyncio's own reads); the rest waits in the socket
+    buffers, and the server's writes wait for the reader."""
+    frame = b"data: " + b"x" * 1000 + b"\n\n"
+    frames, written = 16384, []  # 16 MiB: more than loopback's socket buffers hold
+    runner, port = await serve_locally(_flood(frames, frame, written))
     pool = ConnectionPool(f"http://127.0.0.1:{port}/v1/chat/completions", headers={})
     try:
         response = await pool.post(b"{}")
-        assert response.status == 200
         received = len(await response.read())
         await asyncio.sleep(0.5)  # not reading
-        assert response._buffered <= 16 * 1024
-        assert written < frames  # the server waits for the reader
+        assert response._buffered <= 2 * READ_MAX
+        assert written[0] < frames  # the server waits for the reader
         while data := await response.read():
-            assert response._buffered == 0
             received += len(data)
         response.release()
     finally:
         await pool.aclose()
         await runner.cleanup()
-    assert written == frames
+    assert written == [frames]
     assert received == frames * len(frame)
+
+
+async def test_many_lagging_streams_share_the_budget_of_unread_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With more connections in use than the budget gives a full read each, each holds less
+    (down to 8 KiB), so thousands of lagging streams do not hold the model's backlog in the
+    process."""
+    monkeypatch.setattr(_connections, "UNREAD_BUDGET", 20 * READ_MIN)
+    frame = b"data: " + b"y" * 500 + b"\n\n"
+    frames, written = 4096, []
+    runner, port = await serve_locally(_flood(frames, frame, written))
+    pool = ConnectionPool(f"http://127.0.0.1:{port}/v1/chat/completions", headers={})
+    try:
+        responses = [await pool.post(b"{}") for _ in range(20)]
+        assert len(pool.read_buffer) == READ_MIN
+        totals = [len(await r.read()) for r in responses]  # what came while the rest opened
+        await asyncio.sleep(0.5)  # none read
+        assert max(r._buffered for r in responses) <= 2 * READ_MIN
+        for i, response in enumerate(responses):
+            total = totals[i]
+            while data := await response.read():
+                total += len(data)
+            totals[i] = total
+            response.release()
+        assert len(pool.read_buffer) == 20 * READ_MIN  # all idle (kept alive): the whole budget
+    finally:
+        await pool.aclose()
+        await runner.cleanup()
+    assert totals == [frames * len(frame)] * 20
+    assert written == [frames] * 20
 
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")  # the first loop's socket, left open

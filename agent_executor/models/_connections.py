@@ -16,7 +16,13 @@ import anyio
 
 from .._version import __version__
 from ..errors import out_of_descriptors
-from ._http import READ_SIZE, HTTPProtocolError, Response
+from ._http import HTTPProtocolError, Response
+
+READ_MAX = 256 * 1024
+READ_MIN = 8 * 1024
+UNREAD_BUDGET = 64 * 1024 * 1024
+"""Bytes of model answers a pool lets wait unread, across its connections (see
+:meth:`ConnectionPool._share_reads`)."""
 
 __all__ = ["ConnectionPool"]
 
@@ -73,7 +79,8 @@ class ConnectionPool:
         self._idle: list[Response] = []
         self._open: set[Response] = set()
         self._literal = _is_address(self._host)
-        self.read_buffer = memoryview(bytearray(READ_SIZE))
+        self._read_whole = memoryview(bytearray(READ_MAX))
+        self.read_buffer = self._read_whole
         self._addresses: list[str] = [self._host] if self._literal else []
         self._resolved_at = 0.0
         self._closed = False
@@ -112,7 +119,7 @@ class ConnectionPool:
                         raise
                     # Nothing came back on a kept-alive connection: the server had closed it
                     # as the request went out. Sent again once on a new one, as browsers do.
-                    self._open.discard(response)
+                    self._drop(response)
                     response.abandon()
             response = None
             response = await self._connect(loop)
@@ -151,7 +158,8 @@ class ConnectionPool:
         self._slots = None
         self._loop = loop
         self._closed = False
-        self.read_buffer = memoryview(bytearray(READ_SIZE))
+        self._read_whole = memoryview(bytearray(READ_MAX))
+        self.read_buffer = self._read_whole
 
     def _reuse(self) -> Response | None:
         idle = self._idle
@@ -160,9 +168,10 @@ class ConnectionPool:
             response = idle.pop()
             if response.closed or now - response.idle_since > _KEEP_ALIVE:
                 response.close()
-                self._open.discard(response)
+                self._drop(response)
                 continue
             response.reuse()
+            self._share_reads()
             return response
         return None
 
@@ -198,6 +207,7 @@ class ConnectionPool:
                 error = exc
                 continue
             self._open.add(response)
+            self._share_reads()
             return response
         assert error is not None
         raise error
@@ -226,9 +236,24 @@ class ConnectionPool:
         if reusable and not self._closed and response in self._open:
             response.idle_since = time.monotonic()
             self._idle.append(response)
+            self._share_reads()
             return
-        self._open.discard(response)
+        self._drop(response)
         response.close()
+
+    def _drop(self, response: Response) -> None:
+        self._open.discard(response)
+        self._share_reads()
+
+    def _share_reads(self) -> None:
+        """Each connection's read size and pause mark (``read_buffer``'s length): the pool's
+        ``UNREAD_BUDGET`` shared among the connections in use, from ``READ_MIN`` to
+        ``READ_MAX``. A few streams read in large gulps (a burst costs few wake-ups);
+        thousands hold little each while their readers lag."""
+        in_use = len(self._open) - len(self._idle)
+        size = min(READ_MAX, max(READ_MIN, UNREAD_BUDGET // max(1, in_use)))
+        if size != len(self.read_buffer):
+            self.read_buffer = self._read_whole[:size]
 
 
 def _is_address(host: str) -> bool:

@@ -26,8 +26,6 @@ from typing import Protocol
 __all__ = ["HTTPProtocolError", "Response"]
 
 _HEAD_LIMIT = 64 * 1024
-READ_SIZE = 8 * 1024
-_PAUSE_AT = 8 * 1024
 _ERROR_BODY_LIMIT = 64 * 1024
 
 # The chunked body's states.
@@ -37,7 +35,8 @@ _SIZE, _DATA, _DATA_END, _TRAILER = range(4)
 class _Owner(Protocol):
     """Where a connection goes when its answer is done (the pool of ``_connections.py``), and
     the buffer its reads land in: one per pool and event loop, shared by its connections,
-    since a read is copied out of it before the loop does anything else."""
+    since a read is copied out of it before the loop does anything else. Its length is also
+    the pause mark: the pool sets it from how many connections share its budget."""
 
     read_buffer: memoryview
 
@@ -56,16 +55,15 @@ class Response(asyncio.BufferedProtocol):
     is taken with :meth:`read` until it returns ``b""``; :meth:`release` gives the connection
     back to its pool (kept alive when the answer was read to its end) or closes it.
 
-    A read takes at most ``READ_SIZE`` bytes, and reading pauses once ``_PAUSE_AT`` bytes wait
-    unread: a stream whose reader lags (a busy process) leaves the model's backlog in the
-    kernel's socket buffer, where TCP slows the sender, rather than in this process. A plain
-    ``Protocol`` would take up to 256 KiB per read and hold it, split into lines, until
-    the reader got to it: at 9,000 streams that was 20 KiB and more per stream.
+    A read takes at most the pool's ``read_buffer`` (8 to 256 KiB, less the more connections the
+    pool has open), and reading pauses once as many bytes wait unread: a stream whose reader
+    lags (a busy process) leaves the model's backlog in the kernel's socket buffer, where TCP
+    slows the sender, rather than in this process. A plain ``Protocol`` takes up to 256 KiB per
+    read: at 9,000 streams the backlog held in the process was 10 KiB and more per stream.
     """
 
     __slots__ = (
         "_body",
-        "_buffer",
         "_buffered",
         "_chunked",
         "_closed",
@@ -89,7 +87,6 @@ class Response(asyncio.BufferedProtocol):
 
     def __init__(self, pool: _Owner) -> None:
         self._pool = pool
-        self._buffer = pool.read_buffer
         self._transport: asyncio.Transport | None = None
         self._closed = False
         self._in_use = True
@@ -116,10 +113,7 @@ class Response(asyncio.BufferedProtocol):
     # -- asyncio.BufferedProtocol -----------------------------------------------------------
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._buffer
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(bytes(self._buffer[:nbytes]))
+        return self._pool.read_buffer
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -141,7 +135,8 @@ class Response(asyncio.BufferedProtocol):
                     self._error.__cause__ = exc
         self._wake()
 
-    def data_received(self, data: bytes) -> None:
+    def buffer_updated(self, nbytes: int) -> None:
+        data = bytes(self._pool.read_buffer[:nbytes])
         if not self._in_use or self.complete:
             self._fail(HTTPProtocolError("the server sent bytes nobody asked for"))
             return
@@ -163,7 +158,11 @@ class Response(asyncio.BufferedProtocol):
         except zlib.error as exc:
             self._fail(HTTPProtocolError(f"the body does not decompress: {exc}"))
             return
-        if self._buffered >= _PAUSE_AT and not self._paused and self._transport is not None:
+        if (
+            self._buffered >= len(self._pool.read_buffer)
+            and not self._paused
+            and self._transport is not None
+        ):
             self._paused = True
             self._transport.pause_reading()
 

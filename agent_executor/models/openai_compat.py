@@ -141,21 +141,20 @@ class OpenAICompatModel:
             # The SSE body, parsed here rather than in a generator of its own (one
             # async-generator hop less per chunk): bytes → lines → ``data:`` payloads →
             # chunks, until ``[DONE]`` or the end of the body. Comments (``: ping``),
-            # ``event:`` lines and blank lines are skipped; CRLF ends are stripped. Lines are
-            # found in place, not split out: a split would copy every line of a lagging
-            # reader's backlog and keep the copies while the chunks are yielded one by one.
+            # ``event:`` lines and blank lines are skipped; CRLF ends are stripped. The bytes
+            # read are dropped once split: a lagging reader's backlog is held once, as lines,
+            # while its chunks are yielded one by one, not twice.
             read = response.read
             pending = b""
             reasoning = _Reasoning()
             while data := await read():
-                if pending:
-                    data = pending + data
-                start = 0
-                while (end := data.find(b"\n", start)) >= 0:
-                    line, start = start, end + 1
-                    if not data.startswith(b"data:", line, end):
+                lines = (pending + data).split(b"\n") if pending else data.split(b"\n")
+                del data
+                pending = lines.pop()
+                for line in lines:
+                    if not line.startswith(b"data:"):
                         continue
-                    payload = data[line + 5 : end].strip()
+                    payload = line[5:].strip()
                     if payload == b"[DONE]":
                         await response.finish()  # the body's end: the connection is reused
                         if reasoning.parts:
@@ -165,7 +164,6 @@ class OpenAICompatModel:
                         chunk = _convert(orjson.loads(payload), reasoning)
                         if chunk is not None:
                             yield chunk
-                pending = data[start:]
             payload = pending[5:].strip() if pending.startswith(b"data:") else b""
             if payload and payload != b"[DONE]":
                 chunk = _convert(orjson.loads(payload), reasoning)
