@@ -6,12 +6,15 @@ import json
 
 import anyio
 import pytest
+from prometheus_client import CollectorRegistry
 
 from agent_executor import (
     AgentCommand,
+    AgentExecutor,
     AssistantMessage,
     DoneEvent,
     ErrorEvent,
+    InputValidationGuard,
     MessageEvent,
     ModelChunk,
     ToolCallDelta,
@@ -21,7 +24,7 @@ from agent_executor import (
     Usage,
     tool,
 )
-from agent_executor.models.scripted import call, text_turn, tool_turn
+from agent_executor.models.scripted import ScriptedModel, call, text_turn, tool_turn
 from agent_executor.results import ToolCallRecord
 
 from .helpers import collect, make_executor, sample, strip_timing
@@ -502,6 +505,40 @@ async def test_start_begins_the_run_before_the_first_iteration() -> None:
     events = [event async for event in stream]
     assert [type(e) for e in events] == [MessageEvent, DoneEvent]
     assert len(model.requests) == 1  # type: ignore[attr-defined]
+
+
+async def test_peek_waits_for_the_first_event_and_leaves_it_in_the_stream() -> None:
+    executor = make_executor([text_turn("Hello there")])
+    stream = executor.execute_stream(AgentCommand(user_prompt="hi"))
+
+    with anyio.fail_after(5):
+        first = await stream.peek(5)  # starts the run
+        assert first == MessageEvent("Hello ")
+        assert await stream.peek(5) is first  # not taken
+        events = [event async for event in stream]
+    assert events[0] is first
+    assert [type(e) for e in events] == [MessageEvent, MessageEvent, DoneEvent]
+    assert await stream.peek(0.01) is None  # ended
+
+
+async def test_peek_gives_up_after_its_timeout_and_the_run_goes_on() -> None:
+    executor = AgentExecutor(
+        model=ScriptedModel([text_turn("late")], delay=0.3), metrics=CollectorRegistry()
+    )
+    stream = executor.execute_stream(AgentCommand(user_prompt="hi"))
+    with anyio.fail_after(5):
+        assert await stream.peek(0.02) is None
+        events = [event async for event in stream]
+    assert [type(e) for e in events] == [MessageEvent, DoneEvent]
+
+
+async def test_peek_shows_a_refusal_before_anything_else() -> None:
+    executor = make_executor([], guards=[InputValidationGuard(max_chars=3)])
+    stream = executor.execute_stream(AgentCommand(user_prompt="far too long"))
+    with anyio.fail_after(5):
+        refusal = await stream.peek(5)
+        await stream.aclose()
+    assert isinstance(refusal, ErrorEvent) and refusal.code == "invalid_input"
 
 
 async def test_a_started_stream_closed_unread_cancels_its_run() -> None:

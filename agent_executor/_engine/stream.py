@@ -98,6 +98,11 @@ class _Channel:
             waiter.set_result(None)
 
 
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class EventStream(AsyncGenerator[AgentEvent, None]):
     """The events of one run, in order; the last one is always a ``DoneEvent``."""
 
@@ -131,6 +136,33 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
                 raise
             finally:
                 channel.waiter = None
+
+    async def peek(self, timeout: float) -> AgentEvent | None:
+        """The next event without taking it, waiting at most ``timeout`` seconds for one (the
+        run starts if it has not): None if none came in time or the stream has ended; a run
+        that ended in an exception before any event raises it.
+
+        The service waits so for a run's first event before it answers: a run refused at once
+        gets an HTTP status instead of a stream. Unlike a task taking the event, waiting here
+        costs a future and a timer, no task.
+        """
+        channel = self._channel
+        if self._start is not None:
+            self._begin()
+        if channel.head == len(channel.buffer) and not channel.finished:
+            loop = asyncio.get_running_loop()
+            waiter = channel.waiter = loop.create_future()
+            timer = loop.call_later(timeout, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                channel.waiter = None
+        if channel.head < len(channel.buffer):
+            return channel.buffer[channel.head]
+        if channel.finished:
+            self._raise_run_error()
+        return None
 
     def start(self) -> None:
         """Start the run now instead of at the first ``__anext__`` (no-op once started).

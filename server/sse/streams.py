@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 import anyio
 from aiohttp import web
 
-from agent_executor import AgentEvent, DoneEvent, ErrorEvent
+from agent_executor import AgentEvent, DoneEvent, ErrorEvent, EventStream
 from agent_executor.observability import Metrics
 
 from ..dialects import Encoder
@@ -312,9 +312,14 @@ class Streams:
         :attr:`runs` hub keeps outlives this connection: a client that leaves before ``done``
         may come back to it (:meth:`reattach`).
         """
-        first = await first_event(events, self._heartbeat)
+        first: asyncio.Task[AgentEvent] | None = None
         try:
-            error = _refusal(first)
+            if isinstance(events, EventStream):  # waits without a task of its own
+                peeked = await events.peek(self._heartbeat)
+                error = peeked if isinstance(peeked, ErrorEvent) else None
+            else:
+                first = await first_event(events, self._heartbeat)
+                error = _refusal(first)
             if error is not None:
                 await events.aclose()
                 if run is not None:
@@ -322,7 +327,8 @@ class Streams:
                 return refuse(error)
             response = await self._prepare(request, encoder, agent)
         except BaseException:
-            _settle(first)
+            if first is not None:
+                _settle(first)
             await events.aclose()
             if run is not None:
                 self.runs.forget(run)
@@ -336,7 +342,8 @@ class Streams:
         except ConnectionResetError:
             writer.disconnected = True
         finally:
-            _settle(first)
+            if first is not None:
+                _settle(first)
             await self._release(writer, events, run)
             self._closed(writer)
         return response
@@ -420,7 +427,7 @@ class Streams:
         writer: SSEWriter,
         events: Events,
         before: AgentEvent | None,
-        first: asyncio.Future[AgentEvent],
+        first: asyncio.Future[AgentEvent] | None,
     ) -> None:
         started = time.perf_counter()
         if before is not None:
