@@ -11,10 +11,18 @@ a twentieth of the limit, at least 64. docs/operations.md says how to raise the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DescriptorBudget", "descriptor_limit", "raise_descriptor_limit"]
+__all__ = [
+    "DescriptorBudget",
+    "descriptor_limit",
+    "quiet_failed_accepts",
+    "raise_descriptor_limit",
+]
 
 logger = logging.getLogger("server")
 
@@ -72,3 +80,42 @@ class DescriptorBudget:
     @classmethod
     def current(cls) -> DescriptorBudget:
         return cls(descriptor_limit())
+
+
+_ACCEPT_FAILED = "socket.accept() out of system resource"
+
+
+def quiet_failed_accepts(loop: asyncio.AbstractEventLoop) -> None:
+    """Report a listener out of descriptors as one warning a second, without a traceback.
+
+    When ``accept()`` fails with ``EMFILE`` or ``ENFILE`` asyncio stops accepting for a second
+    and tries again (the connections wait in the listen queue), which is right, but it logs an
+    error with a traceback for every one of up to ``backlog`` attempts on each wake-up: at
+    11,000 streams against a limit of 20,000 descriptors that was 100,000 tracebacks. Other
+    exceptions go to the handler that was there before.
+    """
+    previous = loop.get_exception_handler()
+    last = 0.0
+    failed = 0
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        nonlocal last, failed
+        if context.get("message") != _ACCEPT_FAILED:
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+            return
+        failed += 1
+        now = time.monotonic()
+        if now - last >= 1.0:
+            last = now
+            logger.warning(
+                "out of descriptors: %d connection accepts failed, accepting again in a second "
+                "(%s; docs/operations.md says how to raise the open-file limit)",
+                failed,
+                context.get("exception"),
+            )
+            failed = 0
+
+    loop.set_exception_handler(handler)

@@ -97,7 +97,8 @@ def admission_refusal(request: web.Request, error: ErrorFactory) -> web.Response
     grace period; the connection is closed after the answer, so a client's next request opens
     a new one, which a load balancer sends to another replica), ``overloaded`` when one more
     stream would not leave the process descriptors enough (:mod:`.descriptors`; counted in
-    ``agent_executor_sse_streams_refused_total``)."""
+    ``agent_executor_sse_streams_refused_total``; the connection is closed after the answer
+    too, since the budget does not count idle kept-alive connections)."""
     state = request.app[STATE]
     retry = {"Retry-After": str(RETRY_AFTER_SECONDS)}
     if state.streams.shutting_down:
@@ -108,7 +109,9 @@ def admission_refusal(request: web.Request, error: ErrorFactory) -> web.Response
     if not state.descriptors.admits(in_use):
         state.metrics.sse_refused.labels("descriptors").inc()
         message = "the service has too many open streams: try again shortly"
-        return error(503, message, code=ErrorCode.OVERLOADED.value, **retry)
+        response = error(503, message, code=ErrorCode.OVERLOADED.value, **retry)
+        response.force_close()  # an idle kept-alive connection would hold a descriptor
+        return response
     return None
 
 

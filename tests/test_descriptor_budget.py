@@ -25,6 +25,8 @@ from .server_helpers import ROOT, _wait_healthy, free_port, stop
 LIMIT = 200
 STREAMS = 100
 
+_Outcome = tuple[int, str | None, str]
+
 
 def test_the_budget_keeps_a_reserve() -> None:
     assert DescriptorBudget(None).admits(10**9)
@@ -44,9 +46,9 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
 
 
-async def test_a_full_process_refuses_streams_with_503_and_serves_the_rest(
-    model: ThreadedModelServer,
-) -> None:
+async def _burst(model: ThreadedModelServer, streams: int) -> tuple[list[_Outcome], str, str]:
+    """``streams`` slow streams at once against a service limited to ``LIMIT`` descriptors:
+    each one's status, ``Connection`` header and body; the service's log; its metrics."""
     port = free_port()
     process = subprocess.Popen(
         [
@@ -58,20 +60,20 @@ async def test_a_full_process_refuses_streams_with_503_and_serves_the_rest(
         text=True, preexec_fn=_limited,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    outcomes: list[tuple[int, str]] = []
+    outcomes: list[_Outcome] = []
 
     async def one(client: httpx.AsyncClient, number: int) -> None:
         body = {"message": f'slow_lookup({{"order_id": "{number}"}})'}
         async with client.stream("POST", f"{base}/api/chat/stream", json=body) as response:
             text = (await response.aread()).decode()
-            outcomes.append((response.status_code, text))
+            outcomes.append((response.status_code, response.headers.get("connection"), text))
 
     try:
         _wait_healthy(process, base)
-        limits = httpx.Limits(max_connections=STREAMS + 10)
+        limits = httpx.Limits(max_connections=streams + 10)
         async with httpx.AsyncClient(timeout=60, limits=limits) as client:
             async with anyio.create_task_group() as tg:
-                for number in range(STREAMS):
+                for number in range(streams):
                     tg.start_soon(one, client, number)
             metrics = (await client.get(f"{base}/metrics")).text
     finally:
@@ -81,13 +83,41 @@ async def test_a_full_process_refuses_streams_with_503_and_serves_the_rest(
         except subprocess.TimeoutExpired:
             stop(process)
             raise
+    return outcomes, log, metrics
 
-    served = [text for status, text in outcomes if status == 200]
-    refused = [text for status, text in outcomes if status == 503]
-    assert len(served) + len(refused) == STREAMS, [s for s, _ in outcomes]
+
+async def test_a_full_process_refuses_streams_with_503_and_serves_the_rest(
+    model: ThreadedModelServer,
+) -> None:
+    outcomes, log, metrics = await _burst(model, STREAMS)
+
+    served = [text for status, _, text in outcomes if status == 200]
+    refused = [(connection, text) for status, connection, text in outcomes if status == 503]
+    assert len(served) + len(refused) == STREAMS, [s for s, _, _ in outcomes]
     assert refused, "the budget should have refused some streams"
-    assert all('"code": "overloaded"' in text for text in refused), refused[:1]
+    assert all('"code": "overloaded"' in text for _, text in refused), refused[:1]
+    assert all(connection == "close" for connection, _ in refused)  # its descriptor back
     assert all("event: done" in text and "internal_error" not in text for text in served)
     assert "Traceback" not in log, log[-2000:]
     counted = [line for line in metrics.splitlines() if "sse_streams_refused_total{" in line]
     assert counted and float(counted[0].rsplit(" ", 1)[1]) == len(refused)
+
+
+async def test_more_connections_than_descriptors_wait_to_be_accepted_without_tracebacks(
+    model: ThreadedModelServer,
+) -> None:
+    """More clients at once than the process has descriptors for: the listener cannot accept
+    them all; asyncio accepts again a second later. Each is served or refused as above, and the
+    log says so in a warning a second, not a traceback per failed accept (a hundred thousand
+    at 11,000 streams)."""
+    streams = LIMIT + 20
+    outcomes, log, _ = await _burst(model, streams)
+
+    assert len(outcomes) == streams
+    assert all(
+        (status == 200 and "event: done" in text and "internal_error" not in text)
+        or (status == 503 and '"code": "overloaded"' in text)
+        for status, _, text in outcomes
+    ), [(s, t[:200]) for s, _, t in outcomes if s not in (200, 503)]
+    assert "out of descriptors: " in log  # the listener did run out
+    assert "Traceback" not in log, log[-2000:]

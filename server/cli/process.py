@@ -20,7 +20,7 @@ from agent_executor.errors import MissingExtraError
 from agent_executor.observability import JsonLogFormatter
 
 from ..app import begin_shutdown
-from ..descriptors import DescriptorBudget, raise_descriptor_limit
+from ..descriptors import DescriptorBudget, quiet_failed_accepts, raise_descriptor_limit
 from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
@@ -93,6 +93,7 @@ async def _serve(service: Service | Awaitable[Service], config: ServeConfig) -> 
     """
     if not isinstance(service, Service):
         service = await service
+    quiet_failed_accepts(asyncio.get_running_loop())
     settings = service.settings
     app = service.app
     runner = _DrainingRunner(
