@@ -304,10 +304,17 @@ def test_the_same_answer_split_at_every_byte_reads_the_same() -> None:
             "closed the connection before the answer ended",
         ),
         ([_HEAD, b"zz\r\ndata: {}\r\n"], "chunk size"),
+        ([_HEAD, b"-a\r\ndata: {}\r\n"], "chunk size"),
         ([b"SPDY/3 200 OK\r\n\r\n"], "not an HTTP/1 status line"),
         ([b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 2\r\n\r\nxx"], "'br'"),
     ],
-    ids=["closed-mid-body", "bad-chunk-size", "not-http", "unknown-encoding"],
+    ids=[
+        "closed-mid-body",
+        "bad-chunk-size",
+        "negative-chunk-size",
+        "not-http",
+        "unknown-encoding",
+    ],
 )
 async def test_a_broken_answer_is_a_retryable_model_error(answer: list[bytes], says: str) -> None:
     async with _RawServer(answer, close=True) as base_url:

@@ -137,8 +137,8 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
             finally:
                 channel.waiter = None
 
-    async def peek(self, timeout: float) -> AgentEvent | None:
-        """The next event without taking it, waiting at most ``timeout`` seconds for one (the
+    async def peek(self, wait: float) -> AgentEvent | None:
+        """The next event without taking it, waiting at most ``wait`` seconds for one (the
         run starts if it has not): None if none came in time or the stream has ended; a run
         that ended in an exception before any event raises it.
 
@@ -152,7 +152,7 @@ class EventStream(AsyncGenerator[AgentEvent, None]):
         if channel.head == len(channel.buffer) and not channel.finished:
             loop = asyncio.get_running_loop()
             waiter = channel.waiter = loop.create_future()
-            timer = loop.call_later(timeout, _wake, waiter)
+            timer = loop.call_later(wait, _wake, waiter)
             try:
                 await waiter
             finally:

@@ -399,11 +399,16 @@ class _Chunked:
         return False
 
     def _size(self, line: bytes) -> None:
-        text = line.split(b";", 1)[0].strip()  # a size, then perhaps extensions
         try:
-            size = int(text, 16)
+            size = int(line, 16)  # a bare size, as servers send it
         except ValueError:
-            raise HTTPProtocolError(f"a chunk size of {text[:20]!r}") from None
+            text = line.split(b";", 1)[0].strip()  # a size, then extensions
+            try:
+                size = int(text, 16)
+            except ValueError:
+                raise HTTPProtocolError(f"a chunk size of {text[:20]!r}") from None
+        if size < 0:
+            raise HTTPProtocolError(f"a chunk size of {line[:20]!r}")
         self.left, self.state = size, _DATA if size else _TRAILER
 
     def _keep(self, data: bytes, pos: int) -> bool:
