@@ -18,13 +18,13 @@ from .._version import __version__
 from ..errors import out_of_descriptors
 from ._http import HTTPProtocolError, Response
 
+__all__ = ["ConnectionPool"]
+
 READ_MAX = 256 * 1024
 READ_MIN = 8 * 1024
 UNREAD_BUDGET = 64 * 1024 * 1024
-"""Bytes of model answers a pool lets wait unread, across its connections (see
+"""Bytes of model answers a pool lets wait unread, across its connections in use (see
 :meth:`ConnectionPool._share_reads`)."""
-
-__all__ = ["ConnectionPool"]
 
 _DNS_TTL = 10.0
 _KEEP_ALIVE = 30.0

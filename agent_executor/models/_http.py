@@ -55,11 +55,11 @@ class Response(asyncio.BufferedProtocol):
     is taken with :meth:`read` until it returns ``b""``; :meth:`release` gives the connection
     back to its pool (kept alive when the answer was read to its end) or closes it.
 
-    A read takes at most the pool's ``read_buffer`` (8 to 256 KiB, less the more connections the
-    pool has open), and reading pauses once as many bytes wait unread: a stream whose reader
-    lags (a busy process) leaves the model's backlog in the kernel's socket buffer, where TCP
-    slows the sender, rather than in this process. A plain ``Protocol`` takes up to 256 KiB per
-    read: at 9,000 streams the backlog held in the process was 10 KiB and more per stream.
+    A read takes at most the pool's ``read_buffer`` (8 to 256 KiB, less the more of the pool's
+    connections are in use), and reading pauses once as many bytes wait unread: a stream whose
+    reader lags (a busy process) leaves the model's backlog in the kernel's socket buffer, where
+    TCP slows the sender, rather than in this process. A plain ``Protocol`` takes up to 256 KiB
+    per read: at 9,000 streams the backlog held in the process was 10 KiB and more per stream.
     """
 
     __slots__ = (
