@@ -15,6 +15,12 @@ an answer (the status and the few headers a model call uses, then the body as it
 ``limit`` in use at once, TLS for ``https``). No redirects, proxies, cookies or HTTP/2: a model
 endpoint needs none of them, and a redirect or an unreadable answer becomes an error the
 caller reports.
+
+A read takes at most the pool's ``read_buffer`` (8 to 256 KiB, less the more of the pool's
+connections are in use), and reading pauses once as many bytes wait unread: a stream whose
+reader lags (a busy process) leaves the model's backlog in the kernel's socket buffer, where
+TCP slows the sender, rather than in this process. A plain ``Protocol`` takes up to 256 KiB per
+read: at 9,000 streams the backlog held in the process was 10 KiB and more per stream.
 """
 
 from __future__ import annotations
@@ -54,12 +60,6 @@ class Response(asyncio.BufferedProtocol):
     ``reason`` and the headers a model call reads are set when the head has arrived; the body
     is taken with :meth:`read` until it returns ``b""``; :meth:`release` gives the connection
     back to its pool (kept alive when the answer was read to its end) or closes it.
-
-    A read takes at most the pool's ``read_buffer`` (8 to 256 KiB, less the more of the pool's
-    connections are in use), and reading pauses once as many bytes wait unread: a stream whose
-    reader lags (a busy process) leaves the model's backlog in the kernel's socket buffer, where
-    TCP slows the sender, rather than in this process. A plain ``Protocol`` takes up to 256 KiB
-    per read: at 9,000 streams the backlog held in the process was 10 KiB and more per stream.
     """
 
     __slots__ = (
