@@ -131,18 +131,21 @@ class ChatRequest(BaseModel):
             history = [m.to_message() for m in self.messages]
             if prompt is None:
                 prompt = history.pop().content
-        return AgentCommand(
-            user_prompt=prompt or "",
-            system_prompt=self.system_prompt,
-            user_id=user_id,
-            session_id=self.session_id,
-            metadata=self.metadata,
-            messages=history,
-            client_tools=self.tools,
-            approvals=self.approvals,
-            variables=self.variables,
-            start=self.start,
-        )
+        given = {
+            "system_prompt": self.system_prompt,
+            "user_id": user_id,
+            "session_id": self.session_id,
+            "metadata": self.metadata or None,
+            "messages": history,
+            "client_tools": self.tools or None,
+            "approvals": self.approvals,
+            "variables": self.variables,
+            "start": self.start,
+        }
+        # Only what the request set: the rest are the command's defaults, and the command's
+        # set of given fields (kept as long as the run) stays small.
+        fields = {name: value for name, value in given.items() if value is not None}
+        return AgentCommand(user_prompt=prompt or "", **fields)
 
 
 class ToolResultRequest(BaseModel):
