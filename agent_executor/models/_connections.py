@@ -79,8 +79,7 @@ class ConnectionPool:
         self._idle: list[Response] = []
         self._open: set[Response] = set()
         self._literal = _is_address(self._host)
-        self._read_whole = memoryview(bytearray(READ_MAX))
-        self.read_buffer = self._read_whole
+        self._read_whole = self.read_buffer = memoryview(bytearray(READ_MAX))
         self._addresses: list[str] = [self._host] if self._literal else []
         self._resolved_at = 0.0
         self._closed = False
@@ -158,8 +157,6 @@ class ConnectionPool:
         self._slots = None
         self._loop = loop
         self._closed = False
-        self._read_whole = memoryview(bytearray(READ_MAX))
-        self.read_buffer = self._read_whole
 
     def _reuse(self) -> Response | None:
         idle = self._idle

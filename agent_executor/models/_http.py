@@ -40,8 +40,8 @@ _SIZE, _DATA, _DATA_END, _TRAILER = range(4)
 
 class _Owner(Protocol):
     """Where a connection goes when its answer is done (the pool of ``_connections.py``), and
-    the buffer its reads land in: one per pool and event loop, shared by its connections,
-    since a read is copied out of it before the loop does anything else. Its length is also
+    the buffer its reads land in: one per pool, shared by its connections, since a read is
+    copied out of it before the event loop does anything else. Its length is also
     the pause mark: the pool sets it from how many connections share its budget."""
 
     read_buffer: memoryview

@@ -36,10 +36,19 @@ SHUTTING_DOWN = ErrorEvent(code="overloaded", message="the server is shutting do
 clients already retry on (see docs/http-api.md), as before the ``unavailable`` code existed."""
 
 
-async def first_event(events: Events, wait: float) -> asyncio.Task[AgentEvent]:
+async def first_event(
+    events: Events, wait: float
+) -> tuple[asyncio.Task[AgentEvent] | None, ErrorEvent | None]:
     """Start ``events`` and wait at most ``wait`` seconds for its first event: the task taking
-    it, done or still waiting (awaiting it later takes the event; cancelling it ends the run).
+    it, if one was needed (done or still waiting: awaiting it later takes the event, cancelling
+    it ends the run), and the error the run was refused with, if that is its first event.
+
+    An ``EventStream`` is only peeked at (a future and a timer: the event stays in it); any
+    other generator over one needs a task to take the event without giving up on it.
     """
+    if isinstance(events, EventStream):
+        event = await events.peek(wait)
+        return None, event if isinstance(event, ErrorEvent) else None
     task = asyncio.ensure_future(anext(events))
     try:
         await asyncio.wait({task}, timeout=wait)
@@ -47,11 +56,13 @@ async def first_event(events: Events, wait: float) -> asyncio.Task[AgentEvent]:
         task.cancel()
         await events.aclose()
         raise
-    return task
+    return task, _refusal(task)
 
 
-def _settle(task: asyncio.Task[AgentEvent]) -> None:
+def _settle(task: asyncio.Task[AgentEvent] | None) -> None:
     """Cancel ``task`` if it still waits; take its failure, if any, as seen."""
+    if task is None:
+        return
     if not task.done():
         task.cancel()
     elif not task.cancelled():
@@ -314,12 +325,7 @@ class Streams:
         """
         first: asyncio.Task[AgentEvent] | None = None
         try:
-            if isinstance(events, EventStream):  # waits without a task of its own
-                peeked = await events.peek(self._heartbeat)
-                error = peeked if isinstance(peeked, ErrorEvent) else None
-            else:
-                first = await first_event(events, self._heartbeat)
-                error = _refusal(first)
+            first, error = await first_event(events, self._heartbeat)
             if error is not None:
                 await events.aclose()
                 if run is not None:
@@ -327,8 +333,7 @@ class Streams:
                 return refuse(error)
             response = await self._prepare(request, encoder, agent)
         except BaseException:
-            if first is not None:
-                _settle(first)
+            _settle(first)
             await events.aclose()
             if run is not None:
                 self.runs.forget(run)
@@ -342,8 +347,7 @@ class Streams:
         except ConnectionResetError:
             writer.disconnected = True
         finally:
-            if first is not None:
-                _settle(first)
+            _settle(first)
             await self._release(writer, events, run)
             self._closed(writer)
         return response
