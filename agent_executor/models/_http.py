@@ -17,10 +17,12 @@ endpoint needs none of them, and a redirect or an unreadable answer becomes an e
 caller reports.
 
 A read takes at most the pool's ``read_buffer`` (8 to 256 KiB, less the more of the pool's
-connections are in use), and reading pauses once as many bytes wait unread: a stream whose
-reader lags (a busy process) leaves the model's backlog in the kernel's socket buffer, where
-TCP slows the sender, rather than in this process. A plain ``Protocol`` takes up to 256 KiB per
-read: at 9,000 streams the backlog held in the process was 10 KiB and more per stream.
+connections are in use). Bytes that arrive while nobody waits for them (the reader is busy: a
+lagging stream) pause reading until the reader takes them, and reading also pauses once a
+whole read's worth waits, so a stream holds at most one read unread. A lagging stream
+leaves the model's backlog in the kernel's socket buffer, where TCP slows the sender, rather
+than in this process. A plain ``Protocol`` takes up to 256 KiB per read: at 9,000 streams the
+backlog held in the process was 10 KiB and more per stream.
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ class Response(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         data = bytes(self._pool.read_buffer[:nbytes])
+        waiter = self._waiter
+        waited = waiter is not None and not waiter.done()
         if not self._in_use or self.complete:
             self._fail(HTTPProtocolError("the server sent bytes nobody asked for"))
             return
@@ -159,8 +163,9 @@ class Response(asyncio.BufferedProtocol):
             self._fail(HTTPProtocolError(f"the body does not decompress: {exc}"))
             return
         if (
-            self._buffered >= len(self._pool.read_buffer)
+            (not waited or self._buffered >= len(self._pool.read_buffer))
             and not self._paused
+            and not self.complete
             and self._transport is not None
         ):
             self._paused = True

@@ -164,6 +164,11 @@ class OpenAICompatModel:
                         chunk = _convert(orjson.loads(payload), reasoning)
                         if chunk is not None:
                             yield chunk
+                # Nothing of this read stays while the next is awaited: a lagging stream
+                # held its last read's lines there (about 8 KiB each at 9,000 streams).
+                del lines
+                line = payload = b""
+                chunk = None
             payload = pending[5:].strip() if pending.startswith(b"data:") else b""
             if payload and payload != b"[DONE]":
                 chunk = _convert(orjson.loads(payload), reasoning)
