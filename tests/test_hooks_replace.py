@@ -86,6 +86,45 @@ async def test_the_final_answers_replacement_is_the_results_content() -> None:
     assert result.content == "Let me check. Thank you.\n\nAll good. Thank you."
 
 
+async def test_long_turns_keep_their_text_when_a_hook_replaces_one() -> None:
+    """Turns of many deltas (the run joins its older deltas as it goes): the stream, the
+    model's record of each turn and a hook's replacement of the last all see whole texts."""
+    first = " ".join(f"step{i}" for i in range(75)) + "."
+    second = " ".join(f"word{i}" for i in range(140)) + "."
+    seen: list[str] = []
+
+    class Records(Hook):
+        async def after_model(
+            self, ctx: RunContext, response: ModelResponse
+        ) -> ModelResponse | None:
+            seen.append(response.text)
+            if response.tool_calls:
+                return None
+            return dataclasses.replace(response, text="Short.")
+
+    @tool
+    def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    def agent() -> AgentExecutor:
+        return AgentExecutor(
+            model=ScriptedModel([tool_turn(call("noop"), text=first), second]),
+            tools=[noop],
+            hooks=[Records()],
+            metrics=CollectorRegistry(),
+        )
+
+    events = [e async for e in agent().execute_stream(AgentCommand(user_prompt="go"))]
+    result = await agent().execute(AgentCommand(user_prompt="go"))
+
+    streamed = "".join(e.text for e in events if isinstance(e, MessageEvent))
+    assert streamed == f"{first}\n\n{second}"
+    assert seen == [first, second] * 2
+    assert result.content == f"{first}\n\nShort."
+    assert [m.content for m in result.messages if m.role == "assistant"] == [first, "Short."]
+
+
 class Signed(Hook):
     """Signs the answer, as a rewriting after-run hook did in the system this one replaces."""
 

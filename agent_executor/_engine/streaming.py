@@ -40,18 +40,22 @@ __all__ = [
 
 logger = logging.getLogger("agent_executor.model")
 
+_JOIN_EVERY = 32
+"""Text deltas a turn keeps apart before they are joined into one string (``_join_deltas``)."""
+
 
 @dataclass(slots=True)
 class TurnOutput:
     """Where a turn's output goes: events, the run's text, and the run's callbacks.
 
-    ``texts`` collects the run's text deltas (what the user saw); ``on_first_text`` is called
-    when the run's first delta is released; ``on_call`` gets each tool call whose arguments are
-    complete before the stream ends (for eager tools); ``text_filter`` (an output guard) sees
-    every delta before anyone else and may hold text back. ``reasoning`` collects the run's
-    reasoning deltas, each also emitted as a :class:`ReasoningEvent` (``None``: reasoning is
-    kept from the caller); ``reasoning_filter`` is the output guard's filter for them.
-    ``meter`` counts the output against the run's spending limits (``None``: no limits).
+    ``texts`` collects the run's text (what the user saw: its deltas, joined every few
+    dozen); ``on_first_text`` is called when the run's first delta is released; ``on_call``
+    gets each tool call whose arguments are complete before the stream ends (for eager
+    tools); ``text_filter`` (an output guard) sees every delta before anyone else and may hold
+    text back. ``reasoning`` collects the run's reasoning deltas, each also emitted as a
+    :class:`ReasoningEvent` (``None``: reasoning is kept from the caller);
+    ``reasoning_filter`` is the output guard's filter for them. ``meter`` counts the output
+    against the run's spending limits (``None``: no limits).
     """
 
     emit: Emit
@@ -217,6 +221,7 @@ async def _consume(
     emit, texts, text_filter, meter = output.emit, output.texts, output.text_filter, output.meter
     next_chunk, monotonic = stream.__anext__, time.monotonic
     assembler, on_call = state.assembler, output.on_call
+    join_at = len(texts) + _JOIN_EVERY
     with anyio.CancelScope(deadline=anyio.current_time() + idle + slack) as scope:
         next_refresh = monotonic() + slack
         while True:
@@ -237,6 +242,8 @@ async def _consume(
                     if first:
                         # The first text goes out now, not after the rest of a burst is parsed.
                         await anyio.lowlevel.checkpoint()
+                    elif len(texts) >= join_at:
+                        join_at = _join_deltas(texts, state.text_from)
             if chunk.tool_calls:
                 if meter is not None:
                     meter.feed(
@@ -269,6 +276,20 @@ async def _consume(
                 next_refresh = monotonic() + slack
     if scope.cancelled_caught:
         raise ModelError(f"the model stream stalled: no chunk for {idle_timeout} s (idle timeout)")
+
+
+def _join_deltas(texts: list[str], turn_from: int) -> int:
+    """Join the turn's last deltas into one string; where the next join is due.
+
+    A run keeps its text as long as it runs, and a delta is a string of its own (about 55
+    bytes for a word, beside the list's 8): joined every ``_JOIN_EVERY`` deltas, a run of 100
+    words holds four strings, not a hundred. Only the turn's own deltas are joined: the run's
+    earlier text and the break before the turn's stay where a turn's ``text_from`` finds them.
+    """
+    start = max(turn_from, len(texts) - _JOIN_EVERY)
+    if len(texts) - start > 1:
+        texts[start:] = ["".join(texts[start:])]
+    return len(texts) + _JOIN_EVERY
 
 
 def _reason(text: str, state: _TurnState, output: TurnOutput) -> None:
