@@ -144,6 +144,7 @@ class SSEWriter:
                     more = drain() if drain is not None else None
                     if more:
                         await self._write(b"".join([encode(event), *map(encode, more)]))
+                        more = None  # not held while the next event is awaited
                     else:
                         await self._write(encode(event))
             except StopAsyncIteration:
