@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
 )
+
+from ._frozen import FrozenModel
 
 __all__ = [
     "AssistantMessage",
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 
-class ToolCall(BaseModel):
+class ToolCall(FrozenModel):
     """A complete tool call requested by the model; ``arguments`` is the raw JSON text it sent.
 
     ``provider_fields`` holds what the provider put on the call and needs back on the next
@@ -44,7 +45,7 @@ class ToolCall(BaseModel):
     provider_fields: dict[str, Any] = Field(default_factory=dict)
 
 
-class SystemMessage(BaseModel):
+class SystemMessage(FrozenModel):
     """Instructions for the model."""
 
     model_config = ConfigDict(frozen=True)
@@ -53,7 +54,7 @@ class SystemMessage(BaseModel):
     content: str
 
 
-class UserMessage(BaseModel):
+class UserMessage(FrozenModel):
     """What the user said."""
 
     model_config = ConfigDict(frozen=True)
@@ -62,7 +63,7 @@ class UserMessage(BaseModel):
     content: str
 
 
-class AssistantMessage(BaseModel):
+class AssistantMessage(FrozenModel):
     """One model turn: its text and the tool calls it asked for.
 
     ``provider_fields`` holds what the provider put on the turn and needs back on later
@@ -80,7 +81,7 @@ class AssistantMessage(BaseModel):
     provider_fields: dict[str, Any] = Field(default_factory=dict)
 
 
-class ToolMessage(BaseModel):
+class ToolMessage(FrozenModel):
     """The outcome of one tool call, given back to the model."""
 
     model_config = ConfigDict(frozen=True)
@@ -98,7 +99,7 @@ Message = Annotated[
 """Any conversation message; validates from a dict by its ``role``."""
 
 
-class Usage(BaseModel):
+class Usage(FrozenModel):
     """Token counts, summed over every model call of a run, and what they cost.
 
     ``cached_input_tokens`` are the input tokens the provider read from its prompt cache (part

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ._frozen import FrozenModel
 from .messages import Message, ToolCall, Usage
 
 __all__ = [
@@ -37,7 +38,7 @@ approves or rejects the calls in ``pending_approvals`` (the run resumes with a n
 caller runs before resuming the run with their results (``client_tool_mode="return"``)."""
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(FrozenModel):
     """One tool call of a run and its outcome; ``result`` is the text the model was given."""
 
     model_config = ConfigDict(frozen=True)
@@ -50,7 +51,7 @@ class ToolCallRecord(BaseModel):
     result: str
 
 
-class PendingApproval(BaseModel):
+class PendingApproval(FrozenModel):
     """A tool call waiting for a person: approve or reject it (or, for ``ask_user``, answer it)
     by resuming the session with this ``approval_token``."""
 
@@ -62,7 +63,7 @@ class PendingApproval(BaseModel):
     approval_token: str
 
 
-class Source(BaseModel):
+class Source(FrozenModel):
     """Where a passage the model was given comes from (a retrieval hook records them):
     ``source`` is a path, URL or id, ``title`` its heading, ``score`` the retriever's."""
 
@@ -73,7 +74,7 @@ class Source(BaseModel):
     score: float | None = None
 
 
-class ErrorInfo(BaseModel):
+class ErrorInfo(FrozenModel):
     """Why a run failed: an ``error.code`` (docs/http-api.md) and a human-readable message.
 
     ``detail`` is the cause, for the program that runs the executor (see ``ErrorEvent``):
@@ -89,7 +90,7 @@ class ErrorInfo(BaseModel):
     detail: str | None = Field(default=None, exclude=True)
 
 
-class AgentResult(BaseModel):
+class AgentResult(FrozenModel):
     """The finished run returned by ``AgentExecutor.execute()``.
 
     ``content`` is all text the model produced, exactly what ``execute_stream()`` yields as
@@ -113,8 +114,8 @@ class AgentResult(BaseModel):
     duration_ms: float
     finish_reason: FinishReason
     output: Any = None
-    pending_approvals: list[PendingApproval] = []
+    pending_approvals: list[PendingApproval] = Field(default_factory=list)
     reasoning: str | None = None
-    sources: list[Source] = []
-    client_tool_calls: list[ToolCall] = []
+    sources: list[Source] = Field(default_factory=list)
+    client_tool_calls: list[ToolCall] = Field(default_factory=list)
     messages: list[Message] = Field(default_factory=list, exclude=True, repr=False)

@@ -128,3 +128,29 @@ def test_the_orchestration_package_offers_its_modules_names_without_a_lazy_loade
     for name in offered:
         module = flow if name in flow.__all__ else group
         assert vars(orchestration)[name] is getattr(module, name), name
+
+
+def test_frozen_models_share_their_set_of_given_fields_and_a_copy_keeps_its_own() -> None:
+    """Messages and results share one set of given fields per combination (a run holds a
+    dozen of them as long as it runs); what each was given, and ``exclude_unset``, stay its
+    own, also for a copy with changes."""
+    first, second = (agent_executor.UserMessage(content=t) for t in ("a", "b"))
+    assert first.model_fields_set is second.model_fields_set
+    assert first.model_fields_set == {"content"}
+    record = agent_executor.ToolCallRecord(
+        call_id="c", tool="t", arguments={}, status="success", duration_ms=1.0, result="ok"
+    )
+    assert len(record.model_fields_set) == 6
+
+    usage = agent_executor.Usage(input_tokens=3)
+    copied = usage.model_copy(update={"output_tokens": 4})
+    assert copied.model_fields_set == {"input_tokens", "output_tokens"}
+    assert usage.model_fields_set == {"input_tokens"}
+    assert agent_executor.Usage(input_tokens=5).model_dump(exclude_unset=True) == {
+        "input_tokens": 5
+    }
+    assert agent_executor.Usage().model_dump(exclude_unset=True) == {}
+    restored = agent_executor.AssistantMessage.model_validate_json(
+        agent_executor.AssistantMessage(content="hi").model_dump_json(exclude_unset=True)
+    )
+    assert restored.model_fields_set == {"content"}
