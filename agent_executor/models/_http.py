@@ -186,6 +186,7 @@ class Response(asyncio.BufferedProtocol):
         """Send ``request`` and wait for the answer's head."""
         assert self._transport is not None
         self._transport.write(request)
+        del request  # written (or copied into the transport's buffer): not kept for the wait
         while not self.status:
             if self._error is not None:
                 raise self._error
