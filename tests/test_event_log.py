@@ -15,7 +15,15 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_executor import AgentEvent, DoneEvent, EventStream, MessageEvent, ReasoningEvent
+from agent_executor import (
+    AgentEvent,
+    AssistantMessage,
+    DoneEvent,
+    EventStream,
+    MessageEvent,
+    ReasoningEvent,
+    UserMessage,
+)
 from agent_executor._engine.state import Emit
 from server.runs.log import EventLog, LogReader
 
@@ -99,5 +107,28 @@ def test_a_log_past_its_bound_stops_keeping_and_says_so() -> None:
             log.compact()
         assert log.overflowed
         assert stream.retained == 0  # nothing is held for a log that keeps nothing more
+
+    asyncio.run(scenario())
+
+
+def test_a_kept_done_leaves_the_conversation_to_the_run() -> None:
+    """A finished run is kept for minutes; its ``done`` is kept without the conversation that
+    rode on it (no dialect sends that), and replays as the same event."""
+    conversation = [UserMessage(content="hi"), AssistantMessage(content="hello " * 200)]
+
+    async def start(emit: Emit) -> None:
+        emit(MessageEvent("hello"))
+        emit(DoneEvent("stop", None, [], 1.0, messages=conversation))
+
+    async def scenario() -> None:
+        stream = EventStream(start)
+        log = EventLog()
+        log.follow(stream)
+        seen = [event async for event in stream]
+        log.compact()
+        kept = list(log.events(0, len(log)))
+        assert kept == seen
+        assert isinstance(seen[-1], DoneEvent) and seen[-1].messages == conversation
+        assert isinstance(kept[-1], DoneEvent) and kept[-1].messages == []
 
     asyncio.run(scenario())

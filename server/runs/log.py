@@ -18,6 +18,7 @@ import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import replace
 from itertools import repeat
 from operator import attrgetter, is_not
 
@@ -156,10 +157,14 @@ class EventLog:
         self._chars += len(joined)
 
     def _fold_other(self, event: AgentEvent) -> None:
-        self._others[len(self._sizes)] = event
-        self._sizes.append(0)
         if type(event) is DoneEvent:
             self._done = True
+            if event.messages:
+                # The run's conversation rides on its ``done`` for the service's own use
+                # (storing it); no dialect sends it, and a finished run is kept for minutes.
+                event = replace(event, messages=[])
+        self._others[len(self._sizes)] = event
+        self._sizes.append(0)
 
     def __len__(self) -> int:
         self.compact()
