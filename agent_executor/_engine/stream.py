@@ -55,16 +55,19 @@ class _Channel:
     def push(self, event: AgentEvent) -> None:
         self.buffer.append(event)
         waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self.waiter = None  # woken once: the rest of a burst does not look again
+            if not waiter.done():
+                waiter.set_result(None)
 
     def take(self) -> AgentEvent | None:
         """The oldest waiting event, or None."""
         buffer, head = self.buffer, self.head
-        if head == len(buffer):
+        size = len(buffer)
+        if head == size:
             return None
         event = buffer[head]
-        if head + 1 == len(buffer) and not self.retaining:
+        if head + 1 == size and not self.retaining:
             buffer.clear()
             self.head = 0
         else:

@@ -152,7 +152,7 @@ class OpenAICompatModel:
                 del data
                 pending = lines.pop()
                 for line in lines:
-                    if not line.startswith(b"data:"):
+                    if not line or not line.startswith(b"data:"):  # the blank line of each
                         continue
                     payload = line[5:].strip()
                     if payload == b"[DONE]":
