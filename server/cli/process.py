@@ -21,6 +21,7 @@ from agent_executor.observability import JsonLogFormatter
 
 from ..app import begin_shutdown
 from ..descriptors import DescriptorBudget, quiet_failed_accepts, raise_descriptor_limit
+from ..event_loop import loop_factory
 from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if limit is not None:  # the configuration is sound: the start-up log begins
             streams = DescriptorBudget(limit).max_streams
             logger.info("open-file limit %d: room for %s streams at once", limit, streams)
-        asyncio.run(run(service, config))
+        _run_loop(run(service, config))
     except (CliError, ConfigurationError) as exc:
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
@@ -66,6 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     logger.info("agent-executor stopped")
     return 0
+
+
+def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` to its end on the service's event loop (``server/event_loop.py``)."""
+    factory = loop_factory()
+    if factory is None or sys.version_info < (3, 11):
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(main)
 
 
 def _stdio_runner() -> _Runner:
