@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
@@ -37,8 +36,6 @@ class ToolCall(FrozenModel):
     request, sent as it came (Gemini 3's ``extra_content`` with its thought signature).
     """
 
-    model_config = ConfigDict(frozen=True)
-
     id: str
     name: str
     arguments: str = "{}"
@@ -48,16 +45,12 @@ class ToolCall(FrozenModel):
 class SystemMessage(FrozenModel):
     """Instructions for the model."""
 
-    model_config = ConfigDict(frozen=True)
-
     role: Literal["system"] = "system"
     content: str
 
 
 class UserMessage(FrozenModel):
     """What the user said."""
-
-    model_config = ConfigDict(frozen=True)
 
     role: Literal["user"] = "user"
     content: str
@@ -73,8 +66,6 @@ class AssistantMessage(FrozenModel):
     after a tool call when these are missing, so they are stored with the conversation.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     role: Literal["assistant"] = "assistant"
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -83,8 +74,6 @@ class AssistantMessage(FrozenModel):
 
 class ToolMessage(FrozenModel):
     """The outcome of one tool call, given back to the model."""
-
-    model_config = ConfigDict(frozen=True)
 
     role: Literal["tool"] = "tool"
     tool_call_id: str
@@ -107,8 +96,6 @@ class Usage(FrozenModel):
     prices; ``None`` when unknown (a model without a price, or a sum with such a part): never a
     guess. Serialised, both are left out while they say nothing (0 and ``None``).
     """
-
-    model_config = ConfigDict(frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0

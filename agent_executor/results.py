@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from ._frozen import FrozenModel
 from .messages import Message, ToolCall, Usage
@@ -41,8 +41,6 @@ caller runs before resuming the run with their results (``client_tool_mode="retu
 class ToolCallRecord(FrozenModel):
     """One tool call of a run and its outcome; ``result`` is the text the model was given."""
 
-    model_config = ConfigDict(frozen=True)
-
     call_id: str
     tool: str
     arguments: dict[str, Any]
@@ -55,8 +53,6 @@ class PendingApproval(FrozenModel):
     """A tool call waiting for a person: approve or reject it (or, for ``ask_user``, answer it)
     by resuming the session with this ``approval_token``."""
 
-    model_config = ConfigDict(frozen=True)
-
     call_id: str
     tool: str
     arguments: dict[str, Any]
@@ -66,8 +62,6 @@ class PendingApproval(FrozenModel):
 class Source(FrozenModel):
     """Where a passage the model was given comes from (a retrieval hook records them):
     ``source`` is a path, URL or id, ``title`` its heading, ``score`` the retriever's."""
-
-    model_config = ConfigDict(frozen=True)
 
     source: str
     title: str | None = None
@@ -81,8 +75,6 @@ class ErrorInfo(FrozenModel):
     the provider's text for ``llm_error``, the exception for ``internal_error``. It is left
     out of JSON (``model_dump``, ``POST /api/chat``), as ``AgentResult.messages`` is.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     code: str
     message: str
@@ -103,8 +95,6 @@ class AgentResult(FrozenModel):
     history it went on from and the messages it added (tool calls with their results, server
     tools' too; not the system prompt, not retrieved passages), left out of its JSON.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     success: bool
     content: str

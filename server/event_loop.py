@@ -41,7 +41,7 @@ class _Epoll:
         return self._epoll.poll(timeout, maxevents)
 
 
-if hasattr(selectors, "EpollSelector"):
+if sys.platform == "linux":
 
     class BoundedEpollSelector(selectors.EpollSelector):
         """An epoll selector whose ``select`` returns at most :data:`EVENTS_PER_TURN` keys."""
@@ -52,6 +52,6 @@ if hasattr(selectors, "EpollSelector"):
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """How the service makes its loop: a selector loop on :class:`BoundedEpollSelector` where
     epoll exists (Linux), else ``None`` (asyncio's default)."""
-    if sys.platform != "linux" or not hasattr(selectors, "EpollSelector"):
+    if sys.platform != "linux":
         return None
     return lambda: asyncio.SelectorEventLoop(BoundedEpollSelector())

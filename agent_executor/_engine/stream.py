@@ -57,8 +57,7 @@ class _Channel:
         waiter = self.waiter
         if waiter is not None:
             self.waiter = None  # woken once: the rest of a burst does not look again
-            if not waiter.done():
-                waiter.set_result(None)
+            _wake(waiter)
 
     def take(self) -> AgentEvent | None:
         """The oldest waiting event, or None."""
@@ -97,8 +96,9 @@ class _Channel:
     def finish(self, _: object = None) -> None:
         self.finished = True
         waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self.waiter = None
+            _wake(waiter)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
