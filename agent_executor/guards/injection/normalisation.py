@@ -66,10 +66,14 @@ _SPACES_RE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")  # runs of 2+, or one that is n
 _NEWLINES_RE = re.compile(r" ?\n[\s]*")
 _PUNCT_RE = re.compile(r"[^\w\n ]")
 _MIXED_TOKEN_RE = re.compile(
-    r"(?<![a-z0-9@$!|])[a-z0-9@$!|]*?(?:[a-z][0-9@$!|]|[0-9@$!|][a-z])[a-z0-9@$!|]*"
+    r"(?<![a-z0-9@$!|])(?![a-z0-9@$!|]*[269])"
+    r"[a-z0-9@$!|]*?(?:[a-z][0-9@$!|]|[0-9@$!|][a-z])[a-z0-9@$!|]*"
 )
 """A token (a run of letters and leet characters) that mixes both: it has a letter beside a
-leet character somewhere, so one regex finds it and plain words cost no Python call."""
+leet character somewhere, so one regex finds it and plain words cost no Python call. A token
+holding a digit no leetspeak table reads (2, 6, 9) is left alone: its reading would still hold
+that digit, so it is no word in any reading, and such tokens are mostly identifiers (a run id,
+a hash, an order number), whose reading would cost a second pass over the whole text."""
 _LEET_HINT_RE = re.compile(r"[a-z][0134578@$|!]|[0134578@$|][a-z]")
 LEET_I = str.maketrans("0134578@$!|", "oieastbasil")
 """Leetspeak read with ``1`` and ``|`` as ``i``."""
