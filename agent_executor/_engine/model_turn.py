@@ -245,7 +245,9 @@ class ModelTurns:
             assert meter is not None
             spent = self._spend.cut(call.reported, input_tokens, meter)
             raise await self._stopped(run, spent, _cut_text(run.texts, text_from)) from None
-        response = replace(response, usage=self._spend.answered(response.usage))
+        usage = self._spend.answered(response.usage)
+        if usage is not response.usage:  # priced: the same usage with its cost
+            response = replace(response, usage=usage)
         run.add_usage(response.usage)
         if hooks:
             changed = await hooks.after_model(run.ctx, response)

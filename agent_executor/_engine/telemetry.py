@@ -8,12 +8,13 @@ once per run. Hooks are not telemetry and keep their own chain.
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
+
+from prometheus_client.metrics import MetricWrapperBase
 
 from ..errors import ErrorCode
 from ..observability import Metrics, Span, Tracing
@@ -47,6 +48,8 @@ _SERVER_SIDE_FAILURES = frozenset(
     )
 )
 """Outcomes logged as warnings; refusals of the caller's input are routine (info)."""
+
+_Metric = TypeVar("_Metric", bound=MetricWrapperBase)
 
 
 class TurnMetrics:
@@ -83,8 +86,13 @@ class TurnMetrics:
         """What the provider reported on the call this view records (its last usage chunk)."""
 
     def call(self) -> TurnMetrics:
-        """A view for one model call: the same children, nothing reported yet."""
-        view = copy.copy(self)
+        """A view for one model call: the same children, nothing reported yet. Copied slot by
+        slot: ``copy.copy`` of a class with slots goes through the pickle protocol, several
+        times the cost, and a run makes one view per model call."""
+        view = object.__new__(TurnMetrics)
+        view.successes, view.errors = self.successes, self.errors
+        view.duration, view.retries, view.cost = self.duration, self.retries, self.cost
+        view.input_tokens, view.output_tokens = self.input_tokens, self.output_tokens
         view.reported = None
         return view
 
@@ -106,7 +114,7 @@ class TurnMetrics:
 class RunTelemetry:
     """What one executor records about its runs: spans, Prometheus metrics, outcome logs."""
 
-    __slots__ = ("_agent", "_model", "metrics", "tracing", "turn_metrics")
+    __slots__ = ("_agent", "_children", "_model", "metrics", "tracing", "turn_metrics")
 
     def __init__(
         self, metrics: Metrics, tracing: Tracing, agent: str, model: str, *, output_guard: bool
@@ -116,8 +124,19 @@ class RunTelemetry:
         self.turn_metrics = TurnMetrics(metrics, model)
         self._agent = agent
         self._model = model
+        self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], MetricWrapperBase] = {}
         if output_guard:
             metrics.register_guard(OUTPUT_GUARD, (ErrorCode.OUTPUT_BLOCKED.value,))
+
+    def _child(self, metric: _Metric, *labels: str) -> _Metric:
+        """``metric.labels(*labels)``, looked up once per executor: prometheus-client checks,
+        converts and locks at every ``labels`` call, and a run makes eight of them. The labels
+        come from small sets (guards, targets, modes, outcomes, tools under ``tool_label``)."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child  # type: ignore[return-value]
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -167,7 +186,7 @@ class RunTelemetry:
         self.tracing.fail(span, "cancelled", "the run was cancelled")
 
     def guard_refused(self, guard: str, code: str, message: str, *, rewritten: bool) -> None:
-        self.metrics.guard_rejections.labels(guard, code).inc()
+        self._child(self.metrics.guard_rejections, guard, code).inc()
         logger.info(
             "guard %s refused the %s: %s",
             guard,
@@ -177,22 +196,22 @@ class RunTelemetry:
 
     def guard_timed(self, guard: str, target: str, seconds: float) -> None:
         """How long a guard took to judge a request or screen a tool result (refusals too)."""
-        self.metrics.guard_duration.labels(guard, target).observe(seconds)
+        self._child(self.metrics.guard_duration, guard, target).observe(seconds)
 
     def budget_stopped(self) -> None:
         """A run's own spending limit stopped it (before a model call or during one)."""
-        self.metrics.budget_refusals.labels("run").inc()
+        self._child(self.metrics.budget_refusals, "run").inc()
         logger.info("run stopped at its spending limit")
 
     def handed_over(self, source: str, target: str) -> None:
-        self.metrics.handoffs.labels(target).inc()
+        self._child(self.metrics.handoffs, target).inc()
         logger.info("run handed over from agent %s to agent %s", source, target)
 
     def _count(self, run: RunState, outcome: str) -> None:
         mode = run.ctx.mode
         seconds = time.perf_counter() - run.started
-        self.metrics.requests.labels(mode, outcome).inc()
-        self.metrics.request_duration.labels(mode).observe(seconds)
+        self._child(self.metrics.requests, mode, outcome).inc()
+        self._child(self.metrics.request_duration, mode).observe(seconds)
         self.metrics.react_turns.observe(run.turns)
         cost = run.usage.cost_usd if run.usage is not None else None
         if cost is not None and run.ctx.parent is None:  # a nested run's cost is its parent's
@@ -219,7 +238,7 @@ class RunTelemetry:
 
     def first_text(self, run: RunState) -> None:
         """The run's first text went out: its time to first token."""
-        self.metrics.time_to_first_token.labels(run.ctx.mode).observe(
+        self._child(self.metrics.time_to_first_token, run.ctx.mode).observe(
             time.perf_counter() - run.started
         )
 
@@ -241,7 +260,9 @@ class RunTelemetry:
 
     def output_blocked(self, span: Span, kind: str, message: str) -> None:
         """The output guard withheld the answer: a guard rejection, not a hook's."""
-        self.metrics.guard_rejections.labels(OUTPUT_GUARD, ErrorCode.OUTPUT_BLOCKED.value).inc()
+        self._child(
+            self.metrics.guard_rejections, OUTPUT_GUARD, ErrorCode.OUTPUT_BLOCKED.value
+        ).inc()
         logger.warning("output guard withheld the answer (%s)", kind)
         self.tracing.fail(span, ErrorCode.OUTPUT_BLOCKED.value, message)
 
@@ -264,5 +285,5 @@ class RunTelemetry:
     def tool_counted(self, record: ToolCallRecord, seconds: float) -> None:
         """A finished (or cancelled) call in the metrics."""
         label = self.metrics.tool_label(record.tool)
-        self.metrics.tool_calls.labels(label, record.status).inc()
-        self.metrics.tool_duration.labels(label).observe(seconds)
+        self._child(self.metrics.tool_calls, label, record.status).inc()
+        self._child(self.metrics.tool_duration, label).observe(seconds)
