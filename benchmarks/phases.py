@@ -25,6 +25,7 @@ from processes import (
     LLMServer,
     Service,
     free_port,
+    gc_collections,
     listen_overflows,
     log,
     rss_mib,
@@ -363,11 +364,16 @@ def phase_concurrency(
                     job.update(service_url=service.url, service_pid=service.proc.pid)
                 llm_cpu0 = llm.cpu()
                 overflows = listen_overflows()
+                collections = gc_collections(service.url) if service is not None else []
                 res = run_worker(variant, llm.base_url, job, limit + 120, peers_ok)
                 res["llm_server_cpu_s"] = llm.cpu() - llm_cpu0
                 res["listen_overflows"] = listen_overflows() - overflows
                 if service is not None:
                     res["service_ready_s"] = service.ready_s
+                    after = gc_collections(service.url)
+                    if collections and after:
+                        pairs = zip(collections, after, strict=True)
+                        res["gc_collections"] = [b - a for a, b in pairs]
             except (TimeoutError, RuntimeError) as exc:
                 res = {"failed": True, "error": f"service did not start: {exc}"}
             finally:

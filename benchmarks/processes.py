@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -94,6 +95,23 @@ def rss_mib(pid: int) -> float | None:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return None
+
+
+_GC_COLLECTIONS = re.compile(
+    rb'^python_gc_collections_total\{generation="(\d)"\} ([0-9.e+]+)', re.M
+)
+
+
+def gc_collections(url: str) -> list[int]:
+    """The service's garbage collections so far, per generation (0, 1, 2), from ``/metrics``
+    (prometheus-client's own collector); empty if it cannot be read."""
+    try:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=30) as resp:
+            body = resp.read()
+    except OSError:
+        return []
+    counts = {int(gen): int(float(n)) for gen, n in _GC_COLLECTIONS.findall(body)}
+    return [counts[gen] for gen in sorted(counts)]
 
 
 def listen_overflows() -> int:

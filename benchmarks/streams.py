@@ -118,9 +118,13 @@ def _ratio(args: argparse.Namespace, llm: LLMServer, log_dir: Path) -> None:
             "failed": (floor.get("failed") or 0) + (service.get("failed") or 0) - refused,
             "unfinished": (floor.get("unfinished") or 0) + (service.get("unfinished") or 0),
         }
+        collections = service.get("gc_collections")
         row["ratio"] = row["service_s"] / row["floor_s"]
         rows.append(row)
         print(_line(f"run {run}", args.streams, row), flush=True)
+        if collections:
+            print(f"  service's garbage collections (generations 0/1/2): "
+                  f"{'/'.join(map(str, collections))}", flush=True)  # fmt: skip
         for kind, count in sorted(errors.items(), key=lambda item: -item[1]):
             print(f"  {count} x {kind}", flush=True)
         print(f"  service log: {_log_findings(log_dir, seen)}", flush=True)

@@ -34,7 +34,10 @@ def test_it_starts_on_the_demo_model_and_says_so() -> None:
     assert "model: demo (offline DemoModel" in output
     assert "tools: get_weather, get_time" in output
     assert f"listening on {base}" in output
-    assert "young generation collected every 10000 allocations" in output
+    assert (
+        "young generation collected every 10000 allocations, "
+        "the middle one every 100 young collections" in output
+    )
 
 
 def test_gc_threshold_flag_sets_the_collector_or_leaves_it_alone() -> None:
