@@ -131,18 +131,26 @@ def _unescaped(clean: str) -> Iterator[str]:
             yield text
 
 
-_DIGITS = str.maketrans("", "", "0123456789")
-
-
 def blobs(clean: str) -> Iterator[str]:
     """Readable texts hidden in ``clean`` by an encoding or transform, at most ``MAX_BLOBS``.
 
     Cheap signs come first, in C: a blob is one whitespace-free token of 16+ characters
     (base64, base32, unbroken hex), spaced hex or binary needs digits (every byte of hex-encoded
-    text has one), URL escapes need ``%``. Prose has none of them, and pays for a ``split``.
+    text has one), URL escapes need ``%``. Prose has none of them, and pays for a ``split``
+    and a count of its digits.
     """
-    long_tokens = " ".join(token for token in clean.split() if len(token) >= 16)
-    digits = len(clean) - len(clean.translate(_DIGITS))
+    tokens = clean.split()
+    digits = sum(map(clean.count, "0123456789"))
+    if digits >= 8 or max(map(len, tokens), default=0) >= 16:
+        yield from _decoded(clean, tokens, digits)
+    if "%" in clean:
+        yield from _unescaped(clean)
+    yield from _transformed(clean)
+
+
+def _decoded(clean: str, tokens: list[str], digits: int) -> Iterator[str]:
+    """What the blobs of ``clean`` (its whitespace-free ``tokens``) decode to."""
+    long_tokens = " ".join(token for token in tokens if len(token) >= 16)
     sources: list[Iterable[tuple[str, Callable[[str], str | None]]]] = []
     if long_tokens:
         hexed = _HEX_PREFIX_RE.sub(r"\1", long_tokens) if digits >= 8 else long_tokens
@@ -160,6 +168,3 @@ def blobs(clean: str) -> Iterator[str]:
         text = decode(blob)
         if text is not None:
             yield text
-    if "%" in clean:
-        yield from _unescaped(clean)
-    yield from _transformed(clean)

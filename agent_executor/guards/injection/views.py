@@ -27,8 +27,8 @@ def _despaced(norm: str) -> list[str]:
     The regex runs only when a cheap count allows it: six one-letter words, or a word of
     eleven characters or more (``i-g-n-o-r-e`` has no space).
     """
-    parts = norm.split()
-    if sum(len(part) == 1 for part in parts) < 6 and not any(len(p) >= 11 for p in parts):
+    lengths = list(map(len, norm.split()))
+    if lengths.count(1) < 6 and max(lengths, default=0) < 11:
         return []
     if not _SINGLES_RE.search(norm):
         return []
