@@ -32,13 +32,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from importlib import resources
 from itertools import pairwise, repeat
+from operator import itemgetter
 from typing import Final, Literal, TypeAlias
 
 from .literal_gate import LiteralGate
+from .normalisation import words_view
 
 __all__ = [
     "MIN_WORDS",
@@ -186,9 +188,15 @@ _MARKERS = tuple(
 
 
 def tokens(norm: str) -> list[str]:
-    """The words of normalised text; runs of Chinese or Japanese become character pairs."""
+    """The words of normalised text; runs of Chinese or Japanese become character pairs.
+
+    In ASCII text the words are those of its words view (``\\w`` there is a letter, a digit
+    or ``_``, and the view keeps only those and whitespace), split in C without a regex.
+    """
+    if norm.isascii():
+        return words_view(norm).split()
     words = _WORD_RE.findall(norm)
-    if norm.isascii() or not _PAIRED_RE.search(norm):
+    if not _PAIRED_RE.search(norm):
         return words
     out: list[str] = []
     for word in words:
@@ -209,9 +217,15 @@ _MARKER_GATE = LiteralGate([pattern for _, _, pattern in _MARKERS])
 """Which markers' patterns can match a text at all, from the strings they need."""
 
 
+_MARKER_WORDS: Final = frozenset().union(*(gate for _, gate, _ in _MARKERS))
+
+
 def _markers(norm: str, present: set[str]) -> list[str]:
     """The structural markers ``norm`` shows: one of a marker's gate words is present and
-    its pattern matches (run only if the strings it needs are in the text)."""
+    its pattern matches (run only if the strings it needs are in the text). A text with no
+    gate word of any marker shows none, and is not searched."""
+    if _MARKER_WORDS.isdisjoint(present):
+        return []
     return [
         name
         for name, gate, pattern in map(_MARKERS.__getitem__, _MARKER_GATE.candidates(norm))
@@ -219,20 +233,29 @@ def _markers(norm: str, present: set[str]) -> list[str]:
     ]
 
 
-_GRAM_SLICES: Final = tuple(
-    tuple(slice(i, i + n) for n in _NGRAMS for i in range(size - n + 1))
+def _grams(slices: tuple[slice, ...]) -> Callable[[str], tuple[str, ...]]:
+    """A function that cuts a padded word into the n-grams at ``slices``, in C (``itemgetter``
+    of one slice returns a string, not a tuple, hence its own case)."""
+    if len(slices) == 1:
+        only = slices[0]
+        return lambda padded: (padded[only],)
+    return itemgetter(*slices) if slices else lambda padded: ()
+
+
+_GRAMS: Final = tuple(
+    _grams(tuple(slice(i, i + n) for n in _NGRAMS for i in range(size - n + 1)))
     for size in range(_LONG_WORD + 3)
 )
-"""The n-grams of a padded word of each length, as slices in :func:`_subwords`' order."""
+"""The n-grams of a padded word of each length, cut in :func:`_subwords`' order."""
 
 
-def _features(word: str) -> tuple[str, Iterator[str]]:
-    """A word's own feature and its character n-grams, made in C from the slices (an overlong
-    word has one shared feature and no n-grams)."""
+def _features(word: str) -> tuple[str, tuple[str, ...]]:
+    """A word's own feature and its character n-grams (an overlong word has one shared
+    feature and no n-grams)."""
     if len(word) > _LONG_WORD:
-        return "=#long", iter(())
+        return "=#long", ()
     padded = f"<{word}>"
-    return f"={word}", map(padded.__getitem__, _GRAM_SLICES[len(padded)])
+    return f"={word}", _GRAMS[len(padded)](padded)
 
 
 def _subwords(word: str) -> list[str]:
@@ -312,44 +335,49 @@ class Model:
         assert isinstance(short, (int, float))
         return cls(float(bias), weights, window, float(short))
 
-    def _missing(self, word: str) -> float:
-        """The summed weight of a word's own feature and its n-grams, cached."""
-        get = self.weights.get
-        own, grams = _features(word)
-        # :func:`_subwords`, summed in its order, without a Python step per n-gram.
-        weight = sum(map(get, grams, repeat(0.0)), get(own, 0.0))
-        if len(self._word_cache) >= _CACHE_LIMIT:
-            self._word_cache.clear()
-        self._word_cache[word] = weight
-        return weight
+    def _weigh(self, words: set[str]) -> None:
+        """Cache the summed weight of each word's own feature and n-grams."""
+        get, cache = self.weights.get, self._word_cache
+        if len(cache) + len(words) > _CACHE_LIMIT:
+            cache.clear()
+        for word in words:
+            own, grams = _features(word)
+            # :func:`_subwords`, summed in its order, without a Python step per n-gram.
+            cache[word] = sum(map(get, grams, repeat(0.0)), get(own, 0.0))
 
-    def _window(self, words: Sequence[str]) -> float:
-        distinct = set(words)
+    def _window(self, words: Sequence[str], distinct: set[str] | None = None) -> float:
+        distinct = set(words) if distinct is None else distinct
         pairs = set(pairwise(words))
-        found = list(map(self._word_cache.get, distinct))
-        if None in found:
-            missing = self._missing
-            found = [missing(w) if c is None else c for w, c in zip(distinct, found, strict=True)]
-        total: float = sum(found)  # type: ignore[arg-type]
+        cache = self._word_cache
+        new = distinct.difference(cache)
+        if new:
+            self._weigh(new)
+        total: float = sum(map(cache.__getitem__, distinct))
         weights = self.weights
         total += sum(map(weights.__getitem__, weights.keys() & pairs))
         return total / math.sqrt(len(distinct) + len(pairs))
 
-    def logit(self, norm: str) -> float | None:
+    def logit(self, norm: str, words: list[str] | None = None) -> float | None:
         """The decision value of normalised text (0 at the operating point), or ``None`` when
-        it has fewer than :data:`MIN_WORDS` words."""
-        words = tokens(norm)
+        it has fewer than :data:`MIN_WORDS` words. ``words`` are its :func:`tokens`, when
+        the caller has them already."""
+        words = tokens(norm) if words is None else words
         if len(words) < MIN_WORDS:
             return None
-        best = max(self._window(part) for part in windows(words, self.window))
-        weights = self.weights
-        marked = sum(weights.get(m, 0.0) for m in _markers(norm, set(words)))
-        z = self.bias + best + marked
+        distinct = set(words)
+        if len(words) <= self.window:
+            best = self._window(words, distinct)
+        else:
+            best = max(self._window(part) for part in windows(words, self.window))
+        markers = _markers(norm, distinct)
+        z = self.bias + best
+        if markers:
+            z += sum(self.weights.get(m, 0.0) for m in markers)
         return z - self.short_shift if len(words) < SHORT_WORDS else z
 
-    def probability(self, norm: str) -> float:
-        """P(injection) for normalised text."""
-        z = self.logit(norm)
+    def probability(self, norm: str, words: list[str] | None = None) -> float:
+        """P(injection) for normalised text (``words``: its :func:`tokens`, if known)."""
+        z = self.logit(norm, words)
         if z is None or z < -30.0:
             return 0.0
         return 1.0 / (1.0 + math.exp(-z))
