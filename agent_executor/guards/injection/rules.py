@@ -139,9 +139,12 @@ _ALL_GROUPS: Final = ((NORM_GATE, NORM_RULES), (SCRIPT_GATE, SCRIPT_RULES))
 """The rules of the normalised view, by gate: those in other scripts never run on ASCII text."""
 
 
-def match_rules(norm: str, words_text: str) -> Iterator[tuple[str, float, int, int]]:
-    """``(category, weight, start, end)`` of every rule match in a text's two views."""
-    tokens = WORD_GATE.tokens(words_text)
+def match_rules(
+    norm: str, words_text: str, split: list[str] | None = None
+) -> Iterator[tuple[str, float, int, int]]:
+    """``(category, weight, start, end)`` of every rule match in a text's two views
+    (``split``: the words of ``words_text``, if the caller has them)."""
+    tokens = WORD_GATE.tokens(words_text, split)
     for index in WORD_GATE.runnable(tokens):
         rule = WORD_RULES[index]
         for match in WORD_GATE.finditer(index, tokens):

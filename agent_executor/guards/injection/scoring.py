@@ -108,6 +108,7 @@ class _Analysis:
     follow: bool = False
     suspicious: bool = False
     norm: str = ""
+    tokens: list[str] | None = None  # the learned layer's words of norm, when made here
     decoded: list[str] = field(default_factory=list)  # what blobs and transforms hid
     leet: list[str] = field(default_factory=list)  # the leetspeak readings of norm
 
@@ -146,10 +147,15 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
     cleaned = clean(text)
     norm = result.norm = fold(cleaned)
     words = words_view(norm)
+    split = words.split()
+    if norm.isascii():  # then these are the learned layer's words too (learned.tokens)
+        result.tokens = split
     result.suspicious = mixed_scripts(text)
-    spans = _quoted_spans(norm) if any(q in norm for q in "'\"`") else []
     found: list[tuple[int, int]] = []
-    for category, weight, start, end in match_rules(norm, words):
+    spans: list[tuple[int, int]] | None = None
+    for category, weight, start, end in match_rules(norm, words, split):
+        if spans is None:  # quoted spans matter only to a text with a match
+            spans = _quoted_spans(norm) if "'" in norm or '"' in norm or "`" in norm else []
         _keep_max(result.plain, category, weight)
         found.append((start, end))
         if not _inside(spans, start, end):
@@ -239,6 +245,25 @@ def score_text(
     """
     scanned = window(text, max_scan_chars)
     analysis = _analyse(scanned)
+    if analysis.plain or analysis.hidden or analysis.encoded:
+        score, reasons, discussion = _rules_score(analysis)
+    else:  # no rule matched in any reading: the rules' score is 0, with no reason
+        score, reasons, discussion = 0.0, set(), False
+    if learned:
+        model = model or load_model(reader)
+        probability = model.probability(analysis.norm, analysis.tokens)
+        for reading in readings(analysis.norm, analysis.decoded, analysis.leet):
+            probability = max(probability, model.probability(reading))
+        if discussion:
+            probability *= DISCUSSION_FACTOR
+        if probability >= 0.5:
+            reasons.add(LEARNED)
+            score = max(score, probability)
+    return InjectionScore(round(score, 6), tuple(c for c in CATEGORIES if c in reasons))
+
+
+def _rules_score(analysis: _Analysis) -> tuple[float, set[str], bool]:
+    """The rules' score of an analysed text, its reasons, and whether it reads as discussion."""
     plain = analysis.plain
     hidden = _news(analysis.hidden, plain)
     encoded = _news(analysis.encoded, {**plain, **hidden})
@@ -254,15 +279,4 @@ def score_text(
         reasons.add(ENCODED)
     if discussion:
         reasons.add(DISCUSSION)
-    score = min(1.0, max(0.0, _noisy_or(signals)))
-    if learned:
-        model = model or load_model(reader)
-        probability = model.probability(analysis.norm)
-        for reading in readings(analysis.norm, analysis.decoded, analysis.leet):
-            probability = max(probability, model.probability(reading))
-        if discussion:
-            probability *= DISCUSSION_FACTOR
-        if probability >= 0.5:
-            reasons.add(LEARNED)
-            score = max(score, probability)
-    return InjectionScore(round(score, 6), tuple(c for c in CATEGORIES if c in reasons))
+    return min(1.0, max(0.0, _noisy_or(signals))), reasons, discussion

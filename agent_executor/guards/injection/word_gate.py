@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 from ._parse_tree import REPEATS, alternatives, automaton, is_common, parsed, sre
@@ -131,10 +132,10 @@ class WordGate:
                     found |= hit
         return found
 
-    def tokens(self, words: str) -> Tokens:
+    def tokens(self, words: str, split: list[str] | None = None) -> Tokens:
         """Where the gate's words and prefixes occur in a words-view text, found in one pass
-        and read by :meth:`runnable` and :meth:`finditer`."""
-        return Tokens(words, self._words, self._common)
+        and read by :meth:`runnable` and :meth:`finditer` (``split``: its words, if known)."""
+        return Tokens(words, self._words, self._common, split)
 
     def runnable(self, tokens: Tokens) -> list[int]:
         """Indices, in order, of the patterns that can match: every word they need is there.
@@ -187,6 +188,8 @@ class WordGate:
                 end = max(match.end(), position + 1)
 
 
+_KEY = itemgetter(1)
+"""The key of an ``(end, key)`` pair the automaton reports."""
 _SCAN_ABOVE = 24
 """Word starts above which a gated pattern scans the whole text instead."""
 
@@ -202,14 +205,16 @@ class Tokens:
 
     __slots__ = ("_padded", "present", "text")
 
-    def __init__(self, text: str, automaton: Any, common: frozenset[str]) -> None:
+    def __init__(
+        self, text: str, automaton: Any, common: frozenset[str], split: list[str] | None = None
+    ) -> None:
         self.text = text
         # A words view separates its words by spaces and newlines only; each needle starts
         # with the space before its word, whose offset in the padded text is the word's
         # offset in ``text``.
         padded = self._padded = f" {text} ".replace("\n", " ")
-        present = {key for _, key in automaton.iter(padded)} if automaton is not None else set()
-        present.update(common.intersection(text.split()))
+        present = set() if automaton is None else set(map(_KEY, automaton.iter(padded)))
+        present.update(common.intersection(text.split() if split is None else split))
         self.present = present
 
     def starts(self, keys: frozenset[str]) -> list[int]:
