@@ -72,7 +72,10 @@ leet character somewhere, so one regex finds it and plain words cost no Python c
 holding a digit no leetspeak table reads (2, 6, 9) is left alone: its reading would still hold
 that digit, so it is no word in any reading, and such tokens are mostly identifiers (a run id,
 a hash, an order number), whose reading would cost a second pass over the whole text."""
-_LEET_HINT_RE = re.compile(r"[a-z][0134578@$|!]|[0134578@$|][a-z]")
+_LEET_HINT_RE = re.compile(r"[0134578@$|!](?:(?<=[a-z].)|(?<!!)(?=[a-z]))")
+"""A letter before a leet character, or a leet character other than ``!`` before a letter.
+Written to start with the leet characters, so that ``re`` skips to them in C instead of
+trying two alternatives at every position (a tenth of the cost on ordinary text)."""
 LEET_I = str.maketrans("0134578@$!|", "oieastbasil")
 """Leetspeak read with ``1`` and ``|`` as ``i``."""
 LEET_L = str.maketrans("0134578@$!|", "oleastbasil")
