@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from ._parse_tree import (
@@ -28,6 +29,7 @@ from ._parse_tree import (
 __all__ = ["LiteralGate"]
 
 _Needs = tuple[tuple[frozenset[str], ...], ...]  # any alternative: all of its clauses
+_Clauses = tuple[tuple[tuple[frozenset[str], tuple[str, ...]], ...], ...]  # and their common
 _MAX_CLASS_CHARS = 10
 
 
@@ -45,7 +47,7 @@ class LiteralGate:
     no key and costs the one pass. A pattern with nothing to read runs for every text.
     """
 
-    __slots__ = ("_always", "_automaton", "_by_key", "_common_keys", "_needs")
+    __slots__ = ("_always", "_automaton", "_by_key", "_common_keys", "_keys", "_needs")
 
     def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
         needs_of = [_literal_needs(pattern) for pattern in patterns]
@@ -56,6 +58,7 @@ class LiteralGate:
                 for string in min(alt, key=_key_cost):
                     by_key.setdefault(string, set()).add(index)
         self._by_key = {key: frozenset(found) for key, found in by_key.items()}
+        self._keys = frozenset(self._by_key)
         self._common_keys = tuple(sorted(key for key in by_key if is_common(key)))
         strings = {s for needs in needs_of for alt in needs or () for c in alt for s in c}
         self._automaton = automaton({s: s for s in sorted(strings) if not is_common(s)})
@@ -72,28 +75,37 @@ class LiteralGate:
     def candidates(self, text: str) -> list[int]:
         """Indices, in order, of the patterns that can match in ``text``."""
         automaton = self._automaton
-        present = {s for _, s in automaton.iter(text)} if automaton is not None else set()
-        present.update(key for key in self._common_keys if key in text)
-        found = set(self._always)
-        by_key = self._by_key
-        for key in present:
-            hit = by_key.get(key)
-            if hit is not None:
-                found |= hit
-
+        present = set() if automaton is None else set(map(_KEY, automaton.iter(text)))
+        for key in self._common_keys:
+            if key in text:
+                present.add(key)
+        hits = present & self._keys
+        if not hits and not self._always:
+            return []
+        found = self._always.union(*map(self._by_key.__getitem__, hits))
         needs_of = self._needs
-        return [
-            index
-            for index in sorted(found)
-            if (needs := needs_of[index]) is None
-            or any(
-                all(
-                    not clause.isdisjoint(present) or any(s in text for s in common)
-                    for clause, common in alt
-                )
-                for alt in needs
-            )
-        ]
+        out = []
+        for index in sorted(found):
+            needs = needs_of[index]
+            if needs is None or _satisfied(needs, present, text):
+                out.append(index)
+        return out
+
+
+_KEY = itemgetter(1)
+"""The string of an ``(end, string)`` pair the automaton reports."""
+
+
+def _satisfied(needs: _Clauses, present: set[str], text: str) -> bool:
+    """Whether every clause of one alternative of ``needs`` is in ``text``: one of its strings
+    the automaton found (``present``), or one of its common strings."""
+    for alt in needs:
+        for clause, common in alt:
+            if clause.isdisjoint(present) and not any(map(text.__contains__, common)):
+                break
+        else:
+            return True
+    return False
 
 
 def _literal_needs(pattern: re.Pattern[str]) -> _Needs | None:
