@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
-from ._parse_tree import REPEATS, alternatives, automaton, is_common, parsed, sre
+from ._parse_tree import REPEATS, ZERO_WIDTH, alternatives, automaton, is_common, parsed, sre
 from .literal_gate import LiteralGate
 
 __all__ = ["LiteralGate", "Tokens", "WordGate"]
@@ -44,7 +44,6 @@ _SPACE_CATEGORIES = frozenset({sre.CATEGORY_SPACE, sre.CATEGORY_LINEBREAK})
 
 _State = tuple[str, bool, int]  # (letters read, anchored at a word start, _OPEN/_WORD/_PREFIX)
 _Clause = tuple[frozenset[str], frozenset[str]]  # one of these whole words or word prefixes
-_NONE: frozenset[int] = frozenset()
 
 
 class _Ungated(Exception):
@@ -65,11 +64,13 @@ class WordGate:
         "_by_prefix",
         "_by_word",
         "_common",
+        "_keys",
         "_lengths",
         "_needs",
         "_patterns",
         "_start_keys",
         "_starts",
+        "_unkeyed",
         "_words",
     )
 
@@ -107,11 +108,8 @@ class WordGate:
             None if alts is None else tuple(_rarest_first(alt, self._common) for alt in alts)
             for alts in needs
         )
-        by_key: dict[str, set[int]] = {}
-        for index, start in enumerate(self._starts):
-            for key in () if start is None else _tagged(start):
-                by_key.setdefault(key, set()).add(index)
-        self._by_key = {key: frozenset(found) for key, found in by_key.items()}
+        self._by_key, self._unkeyed = _index(self._start_keys, self._needs)
+        self._keys = frozenset(self._by_key)
 
     @property
     def always(self) -> frozenset[int]:
@@ -142,21 +140,25 @@ class WordGate:
 
         Stricter than :meth:`candidates`: besides the first word, each word that follows a
         run of whitespace in a pattern (``ignore ... previous ... instructions``) must occur.
+        Only the patterns keyed by a word of the text (see :func:`_index`) are looked at.
         """
         present = tokens.present
-        found = set(self._always)
-        for key in present:
-            found |= self._by_key.get(key, _NONE)
-        needs_of = self._needs
+        hits = present & self._keys
+        if not hits and not self._unkeyed:
+            return []
+        found = self._unkeyed.union(*map(self._by_key.__getitem__, hits))
+        needs_of, start_keys, missing = self._needs, self._start_keys, present.isdisjoint
         out = []
         for index in sorted(found):
-            needs = needs_of[index]
+            needs, start = needs_of[index], start_keys[index]
+            if start is not None and missing(start):
+                continue  # its first word is not there
             if needs is None:
                 out.append(index)
                 continue
             for alt in needs:
                 for clause in alt:
-                    if clause.isdisjoint(present):
+                    if missing(clause):
                         break
                 else:
                     out.append(index)
@@ -233,6 +235,25 @@ class Tokens:
         return sorted(found)
 
 
+def _index(
+    starts: Sequence[frozenset[str] | None],
+    needs: Sequence[tuple[tuple[frozenset[str], ...], ...] | None],
+) -> tuple[dict[str, frozenset[int]], frozenset[int]]:
+    """The patterns keyed by the rarest clause of each alternative (its first, see
+    :func:`_rarest_first`), where :meth:`WordGate.runnable` starts: one of those keys is in
+    any text a pattern can match. A pattern with no needs is keyed by its first words, and
+    one with no first words either by nothing: it is always looked at (the second set)."""
+    by_key: dict[str, set[int]] = {}
+    unkeyed: set[int] = set()
+    for index, (start, alts) in enumerate(zip(starts, needs, strict=True)):
+        for keys in [start] if alts is None else [alt[0] if alt else start for alt in alts]:
+            if keys is None:
+                unkeyed.add(index)
+            for key in keys or ():
+                by_key.setdefault(key, set()).add(index)
+    return {key: frozenset(found) for key, found in by_key.items()}, frozenset(unkeyed)
+
+
 def _clause(starts: set[tuple[str, int]]) -> _Clause:
     words = frozenset(text for text, kind in starts if kind == _WORD)
     return words, frozenset(text for text, kind in starts if kind != _WORD)
@@ -258,7 +279,12 @@ def _word_needs(pattern: re.Pattern[str], limit: int) -> tuple[tuple[_Clause, ..
         return None
     out: list[tuple[_Clause, ...]] = []
     for alt, anchored in alternatives(items, False):
-        slots = [(0, anchored)] + [(i + 1, True) for i, item in enumerate(alt) if _spaces(item)]
+        slots = [(0, anchored)]
+        after_space = False
+        for i, item in enumerate(alt):
+            after_space = _after_space(item, after_space)
+            if after_space:
+                slots.append((i + 1, True))
         clauses: list[_Clause] = []
         for start, slot_anchored in slots:
             found = _letters_from(alt[start:], slot_anchored, limit)
@@ -268,13 +294,37 @@ def _word_needs(pattern: re.Pattern[str], limit: int) -> tuple[tuple[_Clause, ..
     return tuple(out)
 
 
-def _spaces(item: tuple[Any, Any]) -> bool:
-    """Whether ``item`` is ``\\s+`` (one or more whitespace characters)."""
+def _after_space(item: tuple[Any, Any], before: bool) -> bool:
+    """Whether a match is sure to stand just after whitespace once ``item`` has matched
+    (``before``: whether it was before it), so that a word starts there.
+
+    True after ``\\s+``, and after ``(?:\\w+\\s+){0,5}`` and its like, which end in whitespace
+    when they match anything: the words after them in a pattern must occur in a text too,
+    as the words after ``\\s+`` must. Anything this does not read is not sure (False).
+    """
     op, arg = item
-    if op not in REPEATS or arg[0] < 1:
-        return False
-    body = list(arg[2])
-    return body == [(sre.IN, [(sre.CATEGORY, sre.CATEGORY_SPACE)])]
+    if op in ZERO_WIDTH:
+        return before
+    if op is sre.IN:
+        return list(arg) == [(sre.CATEGORY, sre.CATEGORY_SPACE)]
+    if op is sre.SUBPATTERN:
+        return _sequence_after_space(arg[-1], before)
+    if op is sre.BRANCH:
+        return all(_sequence_after_space(body, before) for body in arg[1])
+    if op in REPEATS:
+        low, high, body = arg
+        if high == 0:
+            return before
+        if not _sequence_after_space(body, False):
+            return False
+        return True if low >= 1 else before
+    return False
+
+
+def _sequence_after_space(items: Iterable[tuple[Any, Any]], before: bool) -> bool:
+    for item in items:
+        before = _after_space(item, before)
+    return before
 
 
 def _first_letters(pattern: re.Pattern[str], limit: int) -> set[tuple[str, int]] | None:
