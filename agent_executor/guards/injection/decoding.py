@@ -108,14 +108,18 @@ _TRANSFORMS: tuple[Callable[[str], str], ...] = (
 )
 
 
-def _transformed(clean: str) -> Iterator[str]:
+def _transformed(clean: str, words: list[str] | None = None) -> Iterator[str]:
     """The text reversed or in ROT13, if it is Latin text that reads only that way.
 
     The test reads the first 600 characters: a text that opens in plain English is not a
-    transformed one, and a long one costs no more than a short one.
+    transformed one, and a long one costs no more than a short one. ``words`` are those
+    characters' words in lower case, if the caller has them.
     """
     head = clean[:600]
-    if not head.isascii() or len(head.split()) < 3 or _common_share(head) >= 0.1:
+    if not head.isascii():
+        return
+    lowered = head.lower().split() if words is None else words
+    if len(lowered) < 3 or sum(map(_COMMON.__contains__, lowered)) / len(lowered) >= 0.1:
         return
     for transform in _TRANSFORMS:
         if _common_share(transform(head)) >= 0.25:
@@ -131,21 +135,29 @@ def _unescaped(clean: str) -> Iterator[str]:
             yield text
 
 
-def blobs(clean: str) -> Iterator[str]:
+def blobs(clean: str, words: list[str] | None = None) -> Iterator[str]:
     """Readable texts hidden in ``clean`` by an encoding or transform, at most ``MAX_BLOBS``.
 
     Cheap signs come first, in C: a blob is one whitespace-free token of 16+ characters
     (base64, base32, unbroken hex), spaced hex or binary needs digits (every byte of hex-encoded
     text has one), URL escapes need ``%``. Prose has none of them, and pays for a ``split``
-    and a count of its digits.
+    and a count of its digits. ``words``: the words of an ASCII ``clean`` in lower case (its
+    normal form, split), when the caller has them; their lengths are those of its words.
     """
-    tokens = clean.split()
-    digits = sum(map(clean.count, "0123456789"))
+    tokens = clean.split() if words is None else words
+    digits = _digits(clean)
     if digits >= 8 or max(map(len, tokens), default=0) >= 16:
-        yield from _decoded(clean, tokens, digits)
+        yield from _decoded(clean, tokens if words is None else clean.split(), digits)
     if "%" in clean:
         yield from _unescaped(clean)
-    yield from _transformed(clean)
+    yield from _transformed(clean, words if len(clean) <= 600 else None)
+
+
+def _digits(clean: str) -> int:
+    """How many of ``0``-``9`` ``clean`` holds (in ASCII text, deleted in one C pass)."""
+    if clean.isascii():
+        return len(clean) - len(clean.encode("ascii").translate(None, b"0123456789"))
+    return sum(map(clean.count, "0123456789"))
 
 
 def _decoded(clean: str, tokens: list[str], digits: int) -> Iterator[str]:

@@ -109,6 +109,7 @@ class _Analysis:
     suspicious: bool = False
     norm: str = ""
     tokens: list[str] | None = None  # the learned layer's words of norm, when made here
+    words: list[str] = field(default_factory=list)  # the words of its words view
     decoded: list[str] = field(default_factory=list)  # what blobs and transforms hid
     leet: list[str] = field(default_factory=list)  # the leetspeak readings of norm
 
@@ -147,7 +148,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
     cleaned = clean(text)
     norm = result.norm = fold(cleaned)
     words = words_view(norm)
-    split = words.split()
+    split = result.words = words.split()
     if norm.isascii():  # then these are the learned layer's words too (learned.tokens)
         result.tokens = split
     result.suspicious = mixed_scripts(text)
@@ -167,7 +168,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
         result.follow = bool(FOLLOW_RE.search(near_words))
     _obfuscated_readings(result, text, norm)
     if depth < _MAX_DEPTH:
-        result.decoded = list(blobs(cleaned))
+        result.decoded = list(blobs(cleaned, norm.split() if cleaned.isascii() else None))
         for decoded in result.decoded:
             inner = _analyse(decoded, depth + 1)
             for category, weight in _merged(inner).items():
@@ -252,7 +253,7 @@ def score_text(
     if learned:
         model = model or load_model(reader)
         probability = model.probability(analysis.norm, analysis.tokens)
-        for reading in readings(analysis.norm, analysis.decoded, analysis.leet):
+        for reading in readings(analysis.norm, analysis.decoded, analysis.leet, analysis.words):
             probability = max(probability, model.probability(reading))
         if discussion:
             probability *= DISCUSSION_FACTOR
