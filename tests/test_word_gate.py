@@ -151,12 +151,14 @@ DIRECT = Path(__file__).parent / "data" / "injection_direct.jsonl.gz"
 
 def _deleet_token_by_token(text: str, table: dict[int, int]) -> str:
     """The definition: every run of letters and leet characters that holds both is read
-    through ``table``; runs of letters only, or of leet characters only, stay."""
+    through ``table``; runs of letters only, of leet characters only, or holding a digit no
+    table reads (2, 6, 9: an identifier's, such as ``base64`` or ``h264``) stay."""
 
     def read(match: re.Match[str]) -> str:
         token = match.group()
         mixed = any(c.isalpha() for c in token) and not token.isalpha()
-        return token.translate(table) if mixed else token
+        unread = any(c in "269" for c in token)
+        return token.translate(table) if mixed and not unread else token
 
     return re.sub(r"[a-z0-9@$!|]{2,}", read, text)
 
