@@ -172,3 +172,21 @@ async def test_a_forum_style_jailbreak_is_refused_before_the_model_runs() -> Non
     assert result.error is not None
     assert result.error.code == "injection_detected"
     assert model.requests == []
+
+
+def test_a_full_word_cache_is_emptied_without_losing_the_words_being_scored() -> None:
+    # When a text's new words would overflow the per-word cache it is emptied, and the text's
+    # words that were cached must still count: a text scores the same as with room to spare.
+    model = learned.load("user")
+    text = "please summarise the quarterly report for the board before friday"
+    expected = model.probability(text)
+    kept = dict(model._word_cache)
+    try:
+        model._word_cache.clear()
+        model.probability("please summarise the report for me")
+        room = learned._CACHE_LIMIT - len(model._word_cache) - 1
+        model._word_cache.update((f"filler{i}", 0.0) for i in range(room))
+        assert model.probability(text) == expected
+    finally:
+        model._word_cache.clear()
+        model._word_cache.update(kept)

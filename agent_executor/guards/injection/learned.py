@@ -335,24 +335,30 @@ class Model:
         assert isinstance(short, (int, float))
         return cls(float(bias), weights, window, float(short))
 
-    def _weigh(self, words: set[str]) -> None:
-        """Cache the summed weight of each word's own feature and n-grams."""
+    def _weigh(self, words: set[str]) -> dict[str, float]:
+        """The summed weight of each word's own feature and n-grams, also cached."""
         get, cache = self.weights.get, self._word_cache
         if len(cache) + len(words) > _CACHE_LIMIT:
             cache.clear()
+        weighed = {}
         for word in words:
             own, grams = _features(word)
             # :func:`_subwords`, summed in its order, without a Python step per n-gram.
-            cache[word] = sum(map(get, grams, repeat(0.0)), get(own, 0.0))
+            weighed[word] = sum(map(get, grams, repeat(0.0)), get(own, 0.0))
+        cache.update(weighed)
+        return weighed
 
     def _window(self, words: Sequence[str], distinct: set[str] | None = None) -> float:
         distinct = set(words) if distinct is None else distinct
         pairs = set(pairwise(words))
-        cache = self._word_cache
-        new = distinct.difference(cache)
-        if new:
-            self._weigh(new)
-        total: float = sum(map(cache.__getitem__, distinct))
+        # Looked up once and completed from what ``_weigh`` returns, not read back from the
+        # cache: weighing new words may clear it (it is full), and a long text scored in a
+        # worker thread shares it with the loop's.
+        found = list(map(self._word_cache.get, distinct))
+        if None in found:
+            weighed = self._weigh({w for w, c in zip(distinct, found, strict=True) if c is None})
+            found = [weighed[w] if c is None else c for w, c in zip(distinct, found, strict=True)]
+        total: float = sum(found)  # type: ignore[arg-type]
         weights = self.weights
         total += sum(map(weights.__getitem__, weights.keys() & pairs))
         return total / math.sqrt(len(distinct) + len(pairs))
