@@ -120,12 +120,23 @@ def _stamp(record: logging.LogRecord) -> None:
 
 
 class JsonLogFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message and the run's ids."""
+    """One JSON object per line: time, level, logger, message and the run's ids.
+
+    The date and time of a second are formatted once, and one encoder serves every record:
+    a service writes a line or two per request.
+    """
+
+    _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+    _second: tuple[int, str] = (-1, "")
 
     def format(self, record: logging.LogRecord) -> str:
+        second, text = self._second
+        if int(record.created) != second:
+            second = int(record.created)
+            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = (second, text)
         entry: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "time": f"{text}.{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -137,4 +148,4 @@ class JsonLogFormatter(logging.Formatter):
             entry["audit"] = audit
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        return self._ENCODER.encode(entry)
