@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import pytest
 
 from agent_executor import AgentCommand, LogContextFilter, log_context, tool
+from agent_executor._engine import telemetry
+from agent_executor._engine.telemetry import RunTelemetry
 from agent_executor.models.scripted import call, tool_turn
 
 from .helpers import collect, make_executor
@@ -87,3 +90,20 @@ def test_the_filter_stamps_records_made_elsewhere() -> None:
     with log_context(request_id="r", user_id="u", session_id=None):
         LogContextFilter().filter(record)
     assert (record.request_id, record.user_id, record.session_id) == ("r", "u", "-")  # type: ignore[attr-defined]
+
+
+async def test_the_run_finished_record_names_the_line_that_logged_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The line is logged without the logger's search for its caller; the record still names
+    the caller's file, line and function, as ``logger.log`` would."""
+    executor = make_executor(["hi"])
+    caplog.set_level(logging.INFO)
+
+    await executor.execute(AgentCommand(user_prompt="x"))
+
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("run finished")]
+    source, first = inspect.getsourcelines(RunTelemetry._count)
+    line = first + next(i for i, text in enumerate(source) if text.strip() == "_log(")
+    where = (record.pathname, record.lineno, record.funcName, record.module)
+    assert where == (telemetry.__file__, line, "_count", "telemetry")
