@@ -17,7 +17,6 @@ from prometheus_client import disable_created_metrics
 
 from agent_executor import ConfigurationError
 from agent_executor.errors import MissingExtraError
-from agent_executor.observability import JsonLogFormatter
 
 from ..app import begin_shutdown
 from ..descriptors import DescriptorBudget, quiet_failed_accepts, raise_descriptor_limit
@@ -26,6 +25,7 @@ from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
 from .errors import CliError
+from .logs import configure_logging
 from .parser import build_parser
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     disable_created_metrics()  # type: ignore[no-untyped-call]  # half the series, none used
     try:
         config = ServeConfig.from_args(args, os.environ)
-        _configure_logging(config.log_format, config.log_level)
+        configure_logging(config.log_format, config.log_level)
         config.settings()  # bad settings are refused before any MCP server starts
         limit = raise_descriptor_limit()  # before the app reads it (its stream budget)
         run = _stdio_runner() if args.command == "mcp" else _serve
@@ -226,17 +226,3 @@ def _tune_gc(threshold: int) -> None:
         young,
         middle,
     )
-
-
-def _configure_logging(log_format: str, level: str) -> None:
-    handler = logging.StreamHandler()
-    if log_format == "json":
-        handler.setFormatter(JsonLogFormatter())
-    else:
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
-        )
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    known = isinstance(logging.getLevelName(level.upper()), int)
-    root.setLevel(level.upper() if known else "INFO")

@@ -1,0 +1,100 @@
+"""The service process's log lines: the text or JSON handler.
+
+Every request writes an access line and every run a ``run finished`` line, so at thousands of
+short conversations a second what one log line costs is a visible share of the service's CPU
+(docs/benchmarks.md). The lines here are the ones the standard library would write, byte for
+byte; only the work behind them is less.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+from agent_executor.observability import JsonLogFormatter
+
+__all__ = ["configure_logging"]
+
+_TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+
+
+def configure_logging(log_format: str, level: str) -> None:
+    """One handler on the root logger, writing ``log_format`` (``text`` or ``json``) to stderr
+    from ``level`` on (INFO when the name is not a level)."""
+    handler = _StreamHandler()
+    if log_format == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(_TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    known = isinstance(logging.getLevelName(level.upper()), int)
+    root.setLevel(level.upper() if known else "INFO")
+    _skip_unwritten_record_fields()
+
+
+def _skip_unwritten_record_fields() -> None:
+    """Stop every log record from looking up its thread, process and asyncio task.
+
+    Neither of the process's formats writes them, and the lookups are a good part of what a
+    record costs (the process name asks ``multiprocessing`` once it is imported). Only this
+    process's records are concerned: the process owns its log format, a library does not.
+    """
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    if sys.version_info >= (3, 12):
+        logging.logAsyncioTasks = False
+
+
+class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A ``StreamHandler`` that flushes its stream itself, under the lock ``handle`` holds.
+
+    The base class's ``emit`` calls its ``flush``, which takes the lock a second time through
+    ``acquire`` and ``release`` and asks whether the stream can flush: a sixth of what handling
+    a record costs.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stream = self.stream
+            stream.write(self.format(record) + self.terminator)
+            stream.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+
+class _TextFormatter(logging.Formatter):
+    """``logging.Formatter(_TEXT_FORMAT)``'s lines, with less work per record.
+
+    A record without exception or stack text (nearly all) has its line put together directly
+    rather than through the format's ``%`` template (which reads the record's attributes as a
+    dictionary, which the record then has to make), and the date and time of a second are
+    formatted once: records come many to a second under load. Other records take the base
+    class's way.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(_TEXT_FORMAT)
+        self._second: tuple[int, str] = (-1, "")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.exc_text or record.stack_info:
+            return super().format(record)
+        record.message = message = record.getMessage()
+        record.asctime = asctime = self.formatTime(record)
+        request_id = record.request_id  # type: ignore[attr-defined]
+        return f"{asctime} {record.levelname} {record.name} [{request_id}] {message}"
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second, text = self._second
+        if int(record.created) != second:
+            second = int(record.created)
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (second, text)
+        return f"{text},{int(record.msecs):03d}"
