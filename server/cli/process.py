@@ -25,7 +25,7 @@ from .announce import announce
 from .build import Service, build_service, build_service_with_mcp
 from .config import ServeConfig
 from .errors import CliError
-from .logs import configure_logging
+from .logs import AccessLog, configure_logging
 from .parser import build_parser
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ async def _serve(service: Service | Awaitable[Service], config: ServeConfig) -> 
     app = service.app
     runner = _DrainingRunner(
         app,
+        access_log_class=AccessLog,
         handler_cancellation=True,
         shutdown_timeout=settings.shutdown_grace_seconds + 5,
     )
