@@ -105,8 +105,7 @@ class WordGate:
         self._common = frozenset(common)
         self._start_keys = tuple(None if c is None else _tagged(c) for c in self._starts)
         self._needs = tuple(
-            None if alts is None else tuple(_rarest_first(alt, self._common) for alt in alts)
-            for alts in needs
+            None if alts is None else tuple(_rarest_first(alt) for alt in alts) for alts in needs
         )
         self._by_key, self._unkeyed = _index(self._start_keys, self._needs)
         self._keys = frozenset(self._by_key)
@@ -259,12 +258,44 @@ def _clause(starts: set[tuple[str, int]]) -> _Clause:
     return words, frozenset(text for text, kind in starts if kind != _WORD)
 
 
-def _rarest_first(alt: Sequence[_Clause], common: frozenset[str]) -> tuple[frozenset[str], ...]:
-    """An alternative's clauses as keys, those least likely in a text first: a clause with a
-    common word (``you``, ``the``) last, then the larger ones. :meth:`WordGate.runnable` stops
-    at the first clause missing from a text, so this order decides how many it reads."""
+def _rarest_first(alt: Sequence[_Clause]) -> tuple[frozenset[str], ...]:
+    """An alternative's clauses as keys, those least likely in a text first (see
+    :func:`_odds`). :meth:`WordGate.runnable` looks only at the patterns whose first clause
+    is in a text, and stops at the first clause missing from it: this order decides how many
+    it reads."""
     tagged = [_tagged(clause) for clause in alt]
-    return tuple(sorted(tagged, key=lambda keys: (not common.isdisjoint(keys), len(keys))))
+    return tuple(sorted(tagged, key=lambda keys: (sum(map(_odds, keys)), sorted(keys))))
+
+
+_FREQUENT_WORDS = (
+    "the of and to a in is you that it for on are with as be this was have or at not your from"
+    " by all but we can if will an they my me do what so no one which there their any about"
+    " would should must now i"
+)
+_FREQUENT = frozenset(_FREQUENT_WORDS.split())
+"""The most frequent English words (``decoding._COMMON_WORDS`` without its imperatives)."""
+_USUAL_WORDS = (
+    "he his her she him them us our its then than also just only even more most much many"
+    " some other such each every both few those these here where why when how who into over"
+    " after back well way first new two up out get go say make know take see come think look"
+    " want give use find tell ask work need help write create provide explain list describe"
+    " using sure please following based information example act user task content system"
+    " develop application data code file name question answer text generate"
+)
+_USUAL = frozenset(_USUAL_WORDS.split())
+"""Other words most texts and prompts hold."""
+
+
+def _odds(key: str) -> int:
+    """How likely a text is to hold a key, roughly: 100 for one of the most frequent English
+    words (or a prefix of one), 10 for another usual word, 1 for any other. Only the order of
+    the clauses depends on it, never which patterns can match."""
+    if key[0] != "*":
+        return 100 if key in _FREQUENT else 10 if key in _USUAL else 1
+    prefix = key[1:]
+    if any(word.startswith(prefix) for word in _FREQUENT):
+        return 100
+    return 10 if any(word.startswith(prefix) for word in _USUAL) else 1
 
 
 def _tagged(clause: _Clause) -> frozenset[str]:
