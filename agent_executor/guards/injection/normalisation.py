@@ -160,20 +160,37 @@ def leet_readings(norm: str) -> list[str]:
     """
     if not _LEET_HINT_RE.search(norm):
         return []
+    leet = [m.span() for m in _MIXED_TOKEN_RE.finditer(norm)]
+    if not leet:
+        return []
     if len(norm) <= 4 * _LEET_MARGIN:
-        pieces = [norm]
+        regions = [(0, len(norm))]
     else:
-        leet = [m.span() for m in _MIXED_TOKEN_RE.finditer(norm)]
-        regions = around(leet, _LEET_MARGIN, len(norm))
-        pieces = [norm[_word_start(norm, a) : _word_end(norm, b)] for a, b in regions]
+        regions = [
+            (_word_start(norm, a), _word_end(norm, b))
+            for a, b in around(leet, _LEET_MARGIN, len(norm))
+        ]
     out: list[str] = []
     for table in (LEET_I, LEET_L):
-        read = [deleet(piece, table) for piece in pieces]
-        if read != pieces:
-            joined = "\n".join(read)
+        read = _read_tokens(norm, leet, table)
+        if read != norm:
+            joined = "\n".join(read[start:end] for start, end in regions)
             if joined not in out:  # without a 1 or a |, both tables read the same
                 out.append(joined)
     return out
+
+
+def _read_tokens(norm: str, spans: list[tuple[int, int]], table: dict[int, int]) -> str:
+    """``norm`` with the tokens at ``spans`` read through ``table``: what :func:`deleet`
+    gives, from tokens found once for both tables. (A token cut out of a long text keeps its
+    offsets: every reading maps one character to one.)"""
+    parts: list[str] = []
+    last = 0
+    for start, end in spans:
+        parts += (norm[last:start], norm[start:end].translate(table))
+        last = end
+    parts.append(norm[last:])
+    return "".join(parts)
 
 
 def around(spans: list[tuple[int, int]], margin: int, size: int) -> list[tuple[int, int]]:
