@@ -108,34 +108,38 @@ _TRANSFORMS: tuple[Callable[[str], str], ...] = (
 )
 
 
-def _transformed(clean: str, words: list[str] | None = None) -> Iterator[str]:
+def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     """The text reversed or in ROT13, if it is Latin text that reads only that way.
 
     The test reads the first 600 characters: a text that opens in plain English is not a
     transformed one, and a long one costs no more than a short one. ``words`` are those
-    characters' words in lower case, if the caller has them.
+    characters' words in lower case, if the caller has them. (The common words counted once
+    each, in C, settle most English texts before every word is counted.)
     """
     head = clean[:600]
     if not head.isascii():
-        return
+        return []
     lowered = head.lower().split() if words is None else words
-    if len(lowered) < 3 or sum(map(_COMMON.__contains__, lowered)) / len(lowered) >= 0.1:
-        return
+    if len(lowered) < 3 or len(_COMMON.intersection(lowered)) / len(lowered) >= 0.1:
+        return []
+    if sum(map(_COMMON.__contains__, lowered)) / len(lowered) >= 0.1:
+        return []
     for transform in _TRANSFORMS:
         if _common_share(transform(head)) >= 0.25:
-            yield transform(clean)
-            return
+            return [transform(clean)]
+    return []
 
 
-def _unescaped(clean: str) -> Iterator[str]:
+def _unescaped(clean: str) -> list[str]:
     """The text with its URL escapes decoded, when it has several."""
     if clean.count("%") >= 3 and len(_URL_ESCAPE_RE.findall(clean)) >= 3:
         text = urllib.parse.unquote_plus(clean)
         if text != clean:
-            yield text
+            return [text]
+    return []
 
 
-def blobs(clean: str, words: list[str] | None = None) -> Iterator[str]:
+def blobs(clean: str, words: list[str] | None = None) -> list[str]:
     """Readable texts hidden in ``clean`` by an encoding or transform, at most ``MAX_BLOBS``.
 
     Cheap signs come first, in C: a blob is one whitespace-free token of 16+ characters
@@ -146,11 +150,12 @@ def blobs(clean: str, words: list[str] | None = None) -> Iterator[str]:
     """
     tokens = clean.split() if words is None else words
     digits = _digits(clean)
-    if digits >= 8 or max(map(len, tokens), default=0) >= 16:
-        yield from _decoded(clean, tokens if words is None else clean.split(), digits)
+    found: list[str] = []
+    if digits >= 8 or (tokens and max(map(len, tokens)) >= 16):
+        found += _decoded(clean, tokens if words is None else clean.split(), digits)
     if "%" in clean:
-        yield from _unescaped(clean)
-    yield from _transformed(clean, words if len(clean) <= 600 else None)
+        found += _unescaped(clean)
+    return found + _transformed(clean, words if len(clean) <= 600 else None)
 
 
 def _digits(clean: str) -> int:
