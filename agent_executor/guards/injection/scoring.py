@@ -95,6 +95,10 @@ class InjectionScore:
     reasons: tuple[str, ...] = ()
 
 
+_NOTHING = InjectionScore(0.0)
+"""The score of most texts: nothing matched, nothing learned (frozen, so one serves all)."""
+
+
 @dataclass(slots=True)
 class _Analysis:
     """Matches of one text: per-category weights in its plain, obfuscated and decoded readings."""
@@ -145,13 +149,14 @@ def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
 def _analyse(text: str, depth: int = 0) -> _Analysis:
     """Run every rule on the plain and hidden readings of ``text`` (already windowed)."""
     result = _Analysis()
-    cleaned = clean(text)
+    plain_ascii = text.isascii()  # then it has no look-alike, invisible or tag character
+    cleaned = text if plain_ascii else clean(text)
     norm = result.norm = fold(cleaned)
     words = words_view(norm)
     split = result.words = words.split()
     if norm.isascii():  # then these are the learned layer's words too (learned.tokens)
         result.tokens = split
-    result.suspicious = mixed_scripts(text)
+    result.suspicious = not plain_ascii and mixed_scripts(text)
     found: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] | None = None
     for category, weight, start, end in match_rules(norm, words, split):
@@ -168,7 +173,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
         result.follow = bool(FOLLOW_RE.search(near_words))
     _obfuscated_readings(result, text, norm)
     if depth < _MAX_DEPTH:
-        result.decoded = blobs(cleaned, norm.split() if cleaned.isascii() else None)
+        result.decoded = blobs(cleaned, norm.split() if plain_ascii else None)
         for decoded in result.decoded:
             inner = _analyse(decoded, depth + 1)
             for category, weight in _merged(inner).items():
@@ -185,7 +190,7 @@ def _obfuscated_readings(result: _Analysis, text: str, norm: str) -> None:
     for compact in [letters_only(norm), *map(letters_only, variants)]:
         for category, weight in match_compact(compact):
             _keep_max(result.hidden, category, weight)
-    for smuggled in tag_smuggled(text):
+    for smuggled in [] if text.isascii() else tag_smuggled(text):
         for category, weight in _merged(_analyse(smuggled, _MAX_DEPTH)).items():
             _keep_max(result.hidden, category, weight)
 
@@ -260,6 +265,8 @@ def score_text(
         if probability >= 0.5:
             reasons.add(LEARNED)
             score = max(score, probability)
+    if not reasons and score == 0.0:
+        return _NOTHING
     return InjectionScore(round(score, 6), tuple(c for c in CATEGORIES if c in reasons))
 
 
