@@ -35,7 +35,7 @@ def test_it_starts_on_the_demo_model_and_says_so() -> None:
     assert "tools: get_weather, get_time" in output
     assert f"listening on {base}" in output
     assert (
-        "young generation collected every 10000 allocations, "
+        "young generation collected every 50000 allocations, "
         "the middle one every 100 young collections" in output
     )
 

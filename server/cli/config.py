@@ -44,7 +44,7 @@ Environ = Mapping[str, str]
 """Environment variables."""
 LogFormat = Literal["text", "json"]
 
-GC_THRESHOLD = 10_000
+GC_THRESHOLD = 50_000
 """Allocations between young-generation collections in the service (Python's default: 700)."""
 
 MAX_BODY_BYTES: int = Settings.model_fields["max_body_bytes"].default

@@ -211,8 +211,9 @@ def _tune_gc(threshold: int) -> None:
     ten young collections, still cost a second of CPU per burst and promoted the streams'
     objects into the old one fast enough for two full collections, the last pausing every
     stream for a second; collected every hundred, neither happens (docs/benchmarks.md). The
-    service leaves almost no reference cycles, so collecting less often costs next to no
-    memory.
+    young collections themselves found almost nothing to free (2,296 objects in a 9,000-stream
+    burst's 479), so they run every 50,000 allocations: half their CPU. The service leaves
+    almost no reference cycles, so collecting less often costs next to no memory.
     """
     if threshold == 0:
         return
