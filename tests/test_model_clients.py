@@ -322,6 +322,54 @@ async def test_a_malformed_chunk_is_an_llm_error(server: FakeOpenAIServer, clien
 
 
 @pytest.mark.parametrize(
+    "bad",
+    [
+        {"choices": {"index": 0, "delta": {"content": "x"}}},  # an object, not a list
+        {"choices": [{"index": 0, "delta": "x"}]},
+        {"choices": ["x"]},
+    ],
+)
+async def test_a_chunk_of_the_wrong_shape_is_an_llm_error_on_the_fast_path(
+    server: FakeOpenAIServer, bad: dict[str, object], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Valid JSON in a shape no provider sends: the turn fails as ``llm_error`` and says
+    where in the log, never as ``internal_error`` (``choices`` as an object was a
+    ``KeyError`` when the chunk was read as a dict)."""
+    server.script(Stream([{"choices": [{"index": 0, "delta": {"content": "fine "}}]}, bad]))
+    executor = _track(
+        AgentExecutor(model=model_for("fast", server.base_url), metrics=CollectorRegistry())
+    )
+
+    events = await collect(executor, "hi")
+
+    assert events[0] == MessageEvent("fine ")
+    assert isinstance(events[1], ErrorEvent) and events[1].code == "llm_error"
+    assert isinstance(events[2], DoneEvent)
+    assert "malformed chunk" in caplog.text and "$.choices" in caplog.text
+
+
+async def test_an_error_beside_a_text_delta_ends_the_turn_on_the_fast_path(
+    server: FakeOpenAIServer,
+) -> None:
+    """A provider that reports a failure in the same chunk as a piece of text: the failure
+    wins, and the piece is not streamed as if the turn went on."""
+    failing = {
+        "choices": [{"index": 0, "delta": {"content": "lost"}}],
+        "error": {"message": "upstream overloaded", "code": 503},
+    }
+    server.script(Stream([{"choices": [{"index": 0, "delta": {"content": "fine "}}]}, failing]))
+    executor = _track(
+        AgentExecutor(model=model_for("fast", server.base_url), metrics=CollectorRegistry())
+    )
+
+    events = await collect(executor, "hi")
+
+    assert MessageEvent("lost") not in events
+    assert events[0] == MessageEvent("fine ")
+    assert isinstance(events[1], ErrorEvent) and events[1].code == "llm_error"
+
+
+@pytest.mark.parametrize(
     ("model", "api_base", "client", "expected"),
     [
         ("openai/gpt-4o-mini", None, "auto", OpenAICompatModel),

@@ -3,8 +3,9 @@
 It speaks the Chat Completions streaming protocol directly, over keep-alive HTTP/1.1
 connections of its own (``_http.py``: an open stream holds about 9.5 KiB there against 23
 KiB in aiohttp's client, docs/benchmarks.md), the pool sized by ``max_connections``, and does the
-least work per chunk: bytes are split into lines in bulk, each ``data:`` line is decoded with
-orjson, and only the fields a turn needs are read. It serves OpenAI, vLLM, Ollama,
+least work per chunk: bytes are split into lines in bulk, and each ``data:`` line is decoded by
+msgspec into the few fields a turn reads (the chunk's id, model and the like are skipped, not
+built: docs/benchmarks.md). It serves OpenAI, vLLM, Ollama,
 llama.cpp's server, DeepSeek, Groq, Together, OpenRouter and Azure OpenAI (``base_url`` of the
 deployment, ``query={"api-version": ...}``, ``headers={"api-key": ...}``).
 
@@ -20,6 +21,7 @@ from collections.abc import AsyncIterator, Mapping
 from ssl import SSLContext
 from typing import Any
 
+import msgspec
 import orjson
 
 from ..errors import ConfigurationError, ModelError, UnsupportedRequestError, retryable_status
@@ -161,7 +163,7 @@ class OpenAICompatModel:
                             yield reasoning.chunk()
                         return
                     if payload:
-                        chunk = _convert(orjson.loads(payload), reasoning)
+                        chunk = _convert(_decode(payload), reasoning)
                         if chunk is not None:
                             yield chunk
                 # Nothing of this read stays while the next is awaited: a lagging stream
@@ -171,7 +173,7 @@ class OpenAICompatModel:
                 chunk = None
             payload = pending[5:].strip() if pending.startswith(b"data:") else b""
             if payload and payload != b"[DONE]":
-                chunk = _convert(orjson.loads(payload), reasoning)
+                chunk = _convert(_decode(payload), reasoning)
                 if chunk is not None:
                     yield chunk
             if reasoning.parts:
@@ -180,7 +182,7 @@ class OpenAICompatModel:
             raise
         except OSError as exc:  # also the client's HTTPProtocolError and TimeoutError
             raise ModelError(f"{type(exc).__name__}: {exc}", retryable=True) from exc
-        except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
+        except (msgspec.MsgspecError, AttributeError, TypeError) as exc:
             raise ModelError(f"the model sent a malformed chunk: {exc}") from exc
         finally:
             if response is not None:
@@ -200,35 +202,67 @@ class _Reasoning:
         return ModelChunk(provider_fields={self.key: "".join(self.parts)})
 
 
-def _convert(obj: dict[str, Any], reasoning: _Reasoning) -> ModelChunk | None:
-    """A ``chat.completion.chunk`` object → :class:`ModelChunk` (``None`` if it holds nothing).
+class _Delta(msgspec.Struct, gc=False):
+    content: Any = None
+    tool_calls: Any = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    delta: _Delta | None = None
+    finish_reason: Any = None
+    error: Any = None
+
+
+class _Chunk(msgspec.Struct, gc=False):
+    """The fields of a ``chat.completion.chunk`` that a turn reads; the rest is skipped."""
+
+    choices: list[_Choice] | None = None
+    usage: Any = None
+    error: Any = None
+    x_groq: Any = None
+
+
+_decode = msgspec.json.Decoder(_Chunk).decode
+_NO_DELTA = _Delta()
+
+
+def _convert(obj: _Chunk, reasoning: _Reasoning) -> ModelChunk | None:
+    """A ``chat.completion.chunk`` → :class:`ModelChunk` (``None`` if it holds nothing).
 
     An ``error`` object, or a ``finish_reason`` of ``"error"``, is the provider reporting a
     failure on an HTTP 200 stream (OpenRouter, OpenAI): it raises, never ends the turn as if
     it had succeeded.
     """
-    choices = obj.get("choices")
-    raw_usage = obj.get("usage")
+    choices = obj.choices
+    raw_usage = obj.usage
     usage = _usage(raw_usage) if raw_usage else None
     if not choices:
-        error = obj.get("error")
-        if error:
-            raise _stream_error(error)
+        if obj.error:
+            raise _stream_error(obj.error)
         return ModelChunk(usage=usage) if usage else None
     choice = choices[0]
-    delta = choice.get("delta") or {}
-    text = delta.get("content") or None
-    finish = choice.get("finish_reason")
-    if text is not None and finish is None and not usage and len(delta) == 1:
+    delta = choice.delta or _NO_DELTA
+    text = delta.content or None
+    finish = choice.finish_reason
+    raw_calls = delta.tool_calls
+    if (
+        text is not None
+        and finish is None
+        and not usage
+        and raw_calls is None
+        and delta.reasoning_content is None
+        and delta.reasoning is None
+        and not obj.error
+    ):
         return ModelChunk(text)  # the common case: a bare text delta
-    error = obj.get("error")
-    if error:
-        raise _stream_error(error)
-    raw_calls = delta.get("tool_calls")
+    if obj.error:
+        raise _stream_error(obj.error)
     thought = _reasoning_delta(delta, reasoning)
     if finish:
         if finish == "error":
-            raise _stream_error(choice.get("error") or {"message": "finish_reason error"})
+            raise _stream_error(choice.error or {"message": "finish_reason error"})
         if usage is None:
             usage = _groq_usage(obj)
     calls = tuple(_delta(call) for call in raw_calls) if raw_calls else None
@@ -239,11 +273,13 @@ def _convert(obj: dict[str, Any], reasoning: _Reasoning) -> ModelChunk | None:
     )
 
 
-def _reasoning_delta(delta: dict[str, Any], reasoning: _Reasoning) -> str | None:
+def _reasoning_delta(delta: _Delta, reasoning: _Reasoning) -> str | None:
     """Reasoning arrives as ``reasoning_content`` (DeepSeek, SGLang, older vLLM) or
     ``reasoning`` (vLLM, OpenRouter, Ollama); it goes back under the same name."""
-    for key in _REASONING_KEYS:
-        thought = delta.get(key)
+    for key, thought in (
+        ("reasoning_content", delta.reasoning_content),
+        ("reasoning", delta.reasoning),
+    ):
         if thought and isinstance(thought, str):
             reasoning.key = key
             reasoning.parts.append(thought)
@@ -251,12 +287,9 @@ def _reasoning_delta(delta: dict[str, Any], reasoning: _Reasoning) -> str | None
     return None
 
 
-_REASONING_KEYS = ("reasoning_content", "reasoning")
-
-
-def _groq_usage(obj: dict[str, Any]) -> Usage | None:
+def _groq_usage(obj: _Chunk) -> Usage | None:
     """Groq reports a stream's usage in ``x_groq.usage`` on its last chunk."""
-    extra = obj.get("x_groq")
+    extra = obj.x_groq
     raw = extra.get("usage") if isinstance(extra, dict) else None
     return _usage(raw) if isinstance(raw, dict) else None
 
