@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
@@ -21,6 +21,7 @@ __all__ = [
     "LOG_FIELDS",
     "JsonLogFormatter",
     "LogContextFilter",
+    "SecondStamp",
     "current_log_context",
     "install_log_context",
     "log_context",
@@ -119,24 +120,40 @@ def _stamp(record: logging.LogRecord) -> None:
     record.trace_id = _trace_id.get()
 
 
+class SecondStamp:
+    """``time.strftime(form, convert(t))`` for the whole second of a timestamp ``t``, formatted
+    once a second: a service writes a line or two per request, many to a second."""
+
+    __slots__ = ("_convert", "_form", "_last")
+
+    def __init__(
+        self, form: str, convert: Callable[[float | None], time.struct_time] = time.gmtime
+    ) -> None:
+        self._form = form
+        self._convert = convert
+        self._last: tuple[int, str] = (-1, "")
+
+    def __call__(self, timestamp: float) -> str:
+        second = int(timestamp)
+        last, text = self._last
+        if second != last:
+            text = time.strftime(self._form, self._convert(second))
+            self._last = (second, text)  # one assignment: threads see one pair or the other
+        return text
+
+
 class JsonLogFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message and the run's ids.
 
-    The date and time of a second are formatted once, and one encoder serves every record:
-    a service writes a line or two per request.
+    The date and time of a second are formatted once, and one encoder serves every record.
     """
 
     _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-    _second: tuple[int, str] = (-1, "")
+    _STAMP = SecondStamp("%Y-%m-%dT%H:%M:%S")
 
     def format(self, record: logging.LogRecord) -> str:
-        second, text = self._second
-        if int(record.created) != second:
-            second = int(record.created)
-            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            self._second = (second, text)
         entry: dict[str, Any] = {
-            "time": f"{text}.{int(record.msecs):03d}Z",
+            "time": f"{self._STAMP(record.created)}.{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

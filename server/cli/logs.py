@@ -18,6 +18,7 @@ from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
 from agent_executor.observability import JsonLogFormatter
+from agent_executor.observability.logs import SecondStamp
 
 __all__ = ["AccessLog", "configure_logging"]
 
@@ -84,7 +85,7 @@ class _TextFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__(_TEXT_FORMAT)
-        self._second: tuple[int, str] = (-1, "")
+        self._stamp = SecondStamp(self.default_time_format, self.converter)
 
     def format(self, record: logging.LogRecord) -> str:
         if record.exc_info or record.exc_text or record.stack_info:
@@ -97,12 +98,7 @@ class _TextFormatter(logging.Formatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt is not None:
             return super().formatTime(record, datefmt)
-        second, text = self._second
-        if int(record.created) != second:
-            second = int(record.created)
-            text = time.strftime(self.default_time_format, self.converter(record.created))
-            self._second = (second, text)
-        return f"{text},{int(record.msecs):03d}"
+        return f"{self._stamp(record.created)},{int(record.msecs):03d}"
 
 
 class AccessLog(AbstractAccessLogger):
@@ -138,7 +134,7 @@ class AccessLog(AbstractAccessLogger):
         try:
             remote = request.remote
             address = "-" if remote is None else remote
-            started = _start_time(elapsed)
+            started = _STARTED(time.time() - elapsed)
             version = request.version
             line = f"{request.method} {request.path_qs} HTTP/{version.major}.{version.minor}"
             status = response.status
@@ -161,17 +157,6 @@ class AccessLog(AbstractAccessLogger):
             logger.exception("Error in logging")
 
 
-_started_second: tuple[int, str] = (-1, "")
-
-
-def _start_time(elapsed: float) -> str:
-    """The request's start, ``elapsed`` seconds ago, as aiohttp's ``%t`` writes it
-    (``[10/Oct/2000:13:55:36 -0700]``, local time), formatted once a second."""
-    global _started_second
-    start = time.time() - elapsed
-    second, text = _started_second
-    if int(start) != second:
-        second = int(start)
-        text = time.strftime("[%d/%b/%Y:%H:%M:%S %z]", time.localtime(second))
-        _started_second = (second, text)
-    return text
+_STARTED = SecondStamp("[%d/%b/%Y:%H:%M:%S %z]", time.localtime)
+"""A request's start as aiohttp's ``%t`` writes it (``[10/Oct/2000:13:55:36 -0700]``, local
+time)."""

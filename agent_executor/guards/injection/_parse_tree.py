@@ -4,6 +4,7 @@ automaton they search a text with."""
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Any
 
 import ahocorasick
@@ -22,6 +23,7 @@ __all__ = [
     "ZERO_WIDTH",
     "alternatives",
     "automaton",
+    "found_in",
     "is_common",
     "parsed",
     "sre",
@@ -51,6 +53,14 @@ def automaton(needles: dict[str, str]) -> Any:
         found.add_word(needle, key)
     found.make_automaton()
     return found
+
+
+_KEY = itemgetter(1)
+
+
+def found_in(searcher: Any, text: str) -> set[str]:
+    """The keys of the needles an :func:`automaton` finds in ``text`` (none without one)."""
+    return set() if searcher is None else set(map(_KEY, searcher.iter(text)))
 
 
 def parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:

@@ -96,8 +96,10 @@ def _decode_binary(blob: str) -> str | None:
     return _printable(data)
 
 
-def _common_share(text: str) -> float:
-    words = text.lower().split()
+def _common_share(text: str, words: list[str] | None = None) -> float:
+    """The share of ``text``'s words (``words``: them in lower case, if known) that are common
+    English words."""
+    words = text.lower().split() if words is None else words
     return sum(map(_COMMON.__contains__, words)) / len(words) if words else 0.0
 
 
@@ -122,7 +124,7 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     lowered = head.lower().split() if words is None else words
     if len(lowered) < 3 or len(_COMMON.intersection(lowered)) / len(lowered) >= 0.1:
         return []
-    if sum(map(_COMMON.__contains__, lowered)) / len(lowered) >= 0.1:
+    if _common_share(head, lowered) >= 0.1:
         return []
     for transform in _TRANSFORMS:
         if _common_share(transform(head)) >= 0.25:

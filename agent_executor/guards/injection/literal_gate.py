@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from operator import itemgetter
 from typing import Any
 
 from ._parse_tree import (
@@ -21,6 +20,7 @@ from ._parse_tree import (
     ZERO_WIDTH,
     alternatives,
     automaton,
+    found_in,
     is_common,
     parsed,
     sre,
@@ -74,8 +74,7 @@ class LiteralGate:
 
     def candidates(self, text: str) -> list[int]:
         """Indices, in order, of the patterns that can match in ``text``."""
-        automaton = self._automaton
-        present = set() if automaton is None else set(map(_KEY, automaton.iter(text)))
+        present = found_in(self._automaton, text)
         for key in self._common_keys:
             if key in text:
                 present.add(key)
@@ -90,10 +89,6 @@ class LiteralGate:
             if needs is None or _satisfied(needs, present, text):
                 out.append(index)
         return out
-
-
-_KEY = itemgetter(1)
-"""The string of an ``(end, string)`` pair the automaton reports."""
 
 
 def _satisfied(needs: _Clauses, present: set[str], text: str) -> bool:

@@ -30,10 +30,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from operator import itemgetter
 from typing import Any
 
-from ._parse_tree import REPEATS, ZERO_WIDTH, alternatives, automaton, is_common, parsed, sre
+from ._parse_tree import (
+    REPEATS,
+    ZERO_WIDTH,
+    alternatives,
+    automaton,
+    found_in,
+    is_common,
+    parsed,
+    sre,
+)
 from .literal_gate import LiteralGate
 
 __all__ = ["LiteralGate", "Tokens", "WordGate"]
@@ -189,8 +197,6 @@ class WordGate:
                 end = max(match.end(), position + 1)
 
 
-_KEY = itemgetter(1)
-"""The key of an ``(end, key)`` pair the automaton reports."""
 _SCAN_ABOVE = 24
 """Word starts above which a gated pattern scans the whole text instead."""
 
@@ -214,7 +220,7 @@ class Tokens:
         # with the space before its word, whose offset in the padded text is the word's
         # offset in ``text``.
         padded = self._padded = f" {text} ".replace("\n", " ")
-        present = set() if automaton is None else set(map(_KEY, automaton.iter(padded)))
+        present = found_in(automaton, padded)
         present.update(common.intersection(text.split() if split is None else split))
         self.present = present
 
