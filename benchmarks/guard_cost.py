@@ -262,10 +262,19 @@ def _threads(pid: int) -> frozenset[str]:
 class GuardService:
     """``python -m server --model demo`` with or without the injection guard."""
 
-    def __init__(self, guard: bool, agents_file: Path, log_dir: Path, max_concurrency: int):
+    def __init__(
+        self,
+        guard: bool,
+        agents_file: Path,
+        log_dir: Path,
+        max_concurrency: int,
+        root: Path = ROOT,
+        label: str = "",
+    ):
         self.guard = guard
+        self.label = label or ("on" if guard else "off")
         self.port = free_port()
-        self.log_path = log_dir / f"service-{'on' if guard else 'off'}-{self.port}.log"
+        self.log_path = log_dir / f"service-{self.label}-{self.port}.log"
         self.cmd = [
             sys.executable,
             "-m",
@@ -293,7 +302,7 @@ class GuardService:
         env["LOG_LEVEL"] = "WARNING"
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            self.cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+            self.cmd, cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT
         )
         try:
             wait_http(f"{self.url}/api/health", 60, self.proc)
@@ -307,7 +316,7 @@ class GuardService:
 
     @property
     def name(self) -> str:
-        return "on" if self.guard else "off"
+        return self.label
 
     def stop(self) -> None:
         stop_process(self.proc)
@@ -330,7 +339,7 @@ async def _post(session: aiohttp.ClientSession, url: str, text: str) -> str:
 _GUARD_SERIES = "agent_executor_guard_duration_seconds"
 
 
-async def _guard_histogram(
+async def guard_histogram(
     session: aiohttp.ClientSession, service: GuardService
 ) -> tuple[dict[float, float], float]:
     """The service's histogram of the injection guard's time on requests: buckets and sum."""
@@ -389,7 +398,7 @@ async def run_batches(
     threads = {name: _threads(pid) for name, pid in pids.items()}
     before = {name: (proc_cpu_seconds(pid), _stat_cpu_seconds(pid)) for name, pid in pids.items()}
     guarded = [s for s in services if s.guard]
-    histograms = {s.name: await _guard_histogram(session, s) for s in guarded}
+    histograms = {s.name: await guard_histogram(session, s) for s in guarded}
     wall0 = time.perf_counter()
     queues = {s.name: list(reversed(texts)) for s in services}
     await asyncio.gather(
@@ -399,7 +408,7 @@ async def run_batches(
     await asyncio.sleep(SETTLE_S)  # and this batch's, after their bodies were sent
     after = {name: (proc_cpu_seconds(pid), _stat_cpu_seconds(pid)) for name, pid in pids.items()}
     for service in guarded:  # read after the CPU, so the scrape is not in the batch's CPU
-        (b0, s0), (b1, s1) = histograms[service.name], await _guard_histogram(session, service)
+        (b0, s0), (b1, s1) = histograms[service.name], await guard_histogram(session, service)
         histograms[service.name] = ({le: b1[le] - b0.get(le, 0.0) for le in b1}, s1 - s0)
     batches = {}
     for name, pid in pids.items():

@@ -70,9 +70,10 @@ def _count(tree: Path, kind: str, count: int, work: Path) -> int:
     return int(found.group(1))
 
 
-def _unpack(revision: str, into: Path) -> Path:
+def unpack(revision: str, into: Path, paths: tuple[str, ...] = ("agent_executor",)) -> Path:
+    """``paths`` as they are at ``revision``, unpacked into ``into/base`` (its path)."""
     archive = subprocess.run(
-        ["git", "archive", "--format=tar", revision, "agent_executor"],
+        ["git", "archive", "--format=tar", revision, *paths],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -101,7 +102,7 @@ def main() -> None:
         parser.error("--base is required")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        trees = {"working tree": ROOT, args.base: _unpack(args.base, work)}
+        trees = {"working tree": ROOT, args.base: unpack(args.base, work)}
         jobs = [
             (name, kind, count)
             for name in trees

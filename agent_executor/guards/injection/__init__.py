@@ -37,6 +37,7 @@ from .guard import (
     Classifier,
     InjectionGuard,
     ToolResultAction,
+    VerdictCacheInfo,
     wrap_untrusted,
 )
 from .normalisation import normalise
@@ -63,6 +64,7 @@ __all__ = [
     "InjectionGuard",
     "InjectionScore",
     "ToolResultAction",
+    "VerdictCacheInfo",
     "normalise",
     "score_text",
     "wrap_untrusted",

@@ -8,13 +8,16 @@ scored is in :mod:`.scoring`.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import math
 import re
+import threading
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import ClassVar, Literal, TypeAlias
+from time import perf_counter
+from typing import ClassVar, Literal, NamedTuple, TypeAlias
 
 import anyio
 import anyio.lowlevel
@@ -35,6 +38,7 @@ __all__ = [
     "Classifier",
     "InjectionGuard",
     "ToolResultAction",
+    "VerdictCacheInfo",
     "wrap_untrusted",
 ]
 
@@ -48,6 +52,9 @@ ToolResultAction: TypeAlias = Literal["flag", "block", "off"]
 
 THREAD_ABOVE = 2_000
 """Texts of more characters than this are scored in a worker thread (see ``assess``)."""
+
+_HOLD_AT_MOST = 0.001
+"""Seconds the guard holds the event loop while it judges a history (see ``check``)."""
 
 _LONG_TEXT_LIMITERS: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
     weakref.WeakKeyDictionary()
@@ -68,6 +75,63 @@ def _long_text_limiter() -> anyio.CapacityLimiter:
     if limiter is None:
         limiter = _LONG_TEXT_LIMITERS[loop] = anyio.CapacityLimiter(1)
     return limiter
+
+
+class VerdictCacheInfo(NamedTuple):
+    """What :meth:`InjectionGuard.cache_info` reports, as ``functools.lru_cache`` does."""
+
+    hits: int
+    misses: int
+    entries: int
+    max_entries: int
+
+
+class _Verdicts:
+    """The built-in scores of the texts assessed last, least recently used evicted first.
+
+    A chat client sends the whole conversation with every request (the OpenAI-compatible
+    endpoint, the AI SDK's ``useChat``, LangChain's message lists), and the guard judges every
+    user message in it: without this, the twentieth turn scored twenty messages, nineteen of
+    them unchanged since the turn before. A score depends only on the text, the reader and
+    the guard's settings, so a text seen again is not scored again. Texts are kept as a
+    128-bit BLAKE2b digest (under a microsecond for a message, a fraction of scoring it for
+    any text), so an entry is about 200 bytes whatever the text's size. One lock: a guard
+    may serve event loops in several threads.
+    """
+
+    __slots__ = ("_lock", "_scores", "hits", "misses", "size")
+
+    def __init__(self, size: int) -> None:
+        self._scores: dict[tuple[str, bytes], InjectionScore] = {}
+        self._lock = threading.Lock()
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(text: str, reader: Reader) -> tuple[str, bytes]:
+        raw = text.encode("utf-8", "surrogatepass")
+        return (reader, hashlib.blake2b(raw, digest_size=16).digest())
+
+    def get(self, key: tuple[str, bytes]) -> InjectionScore | None:
+        with self._lock:
+            score = self._scores.pop(key, None)
+            if score is None:
+                self.misses += 1
+                return None
+            self._scores[key] = score  # now the most recently used
+            self.hits += 1
+            return score
+
+    def info(self) -> VerdictCacheInfo:
+        return VerdictCacheInfo(self.hits, self.misses, len(self._scores), self.size)
+
+    def put(self, key: tuple[str, bytes], score: InjectionScore) -> None:
+        with self._lock:
+            scores = self._scores
+            scores[key] = score
+            if len(scores) > self.size:
+                del scores[next(iter(scores))]
 
 
 REJECTION_MESSAGE = "the message looks like a prompt-injection attempt"
@@ -113,6 +177,10 @@ class InjectionGuard:
     heuristic flags the text). The classifier sees the same window of at most
     ``max_scan_chars`` characters as the rules. A sync classifier runs on the event loop; wrap
     a slow one in ``anyio.to_thread.run_sync`` and pass the async function instead.
+
+    The built-in scores of the last ``cache_size`` texts are kept (see :class:`_Verdicts`):
+    the user messages a chat client sends again with every turn are scored once. The
+    classifier is asked every time. ``cache_size=0`` keeps none.
     """
 
     name = "injection"
@@ -126,6 +194,7 @@ class InjectionGuard:
         tool_results: ToolResultAction = "flag",
         max_scan_chars: int = MAX_SCAN_CHARS,
         learned: bool = True,
+        cache_size: int = 2048,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ConfigurationError(f"threshold must be in (0, 1], not {threshold!r}")
@@ -135,11 +204,16 @@ class InjectionGuard:
             )
         if max_scan_chars < 1:
             raise ConfigurationError(f"max_scan_chars must be positive, not {max_scan_chars!r}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ConfigurationError(
+                f"cache_size must be a whole number of texts, 0 or more, not {cache_size!r}"
+            )
         self.threshold = threshold
         self.classifier = classifier
         self.tool_results: ToolResultAction = tool_results
         self.max_scan_chars = max_scan_chars
         self.learned = learned
+        self._verdicts = _Verdicts(cache_size) if cache_size else None
         if learned:
             # Read the weights now (tens of milliseconds, once per process), not in the first
             # user's request or the first tool result.
@@ -155,6 +229,11 @@ class InjectionGuard:
             text, max_scan_chars=self.max_scan_chars, learned=self.learned, reader=reader
         )
 
+    def cache_info(self) -> VerdictCacheInfo:
+        """Hits, misses and entries of the kept scores (all 0 with ``cache_size=0``)."""
+        verdicts = self._verdicts
+        return VerdictCacheInfo(0, 0, 0, 0) if verdicts is None else verdicts.info()
+
     async def assess(self, text: str, reader: Reader = "user") -> float:
         """The final score of ``text``: ``max(heuristic, classifier)``, or the heuristic alone.
 
@@ -163,14 +242,19 @@ class InjectionGuard:
         tool result), and on the event loop that would stall every other stream of the process
         for as long. In a thread the loop takes turns with it (Python switches threads every
         few milliseconds); long texts that arrive together wait for that one thread in turn.
-        Shorter texts cost less than the hand-off to a thread.
+        Shorter texts cost less than the hand-off to a thread. A text assessed lately with
+        the same ``reader`` is not scored again (``cache_size``).
         """
-        if min(len(text), self.max_scan_chars) > THREAD_ABOVE:
-            heuristic = await anyio.to_thread.run_sync(
-                self.score, text, reader, abandon_on_cancel=True, limiter=_long_text_limiter()
-            )
+        verdicts = self._verdicts
+        if verdicts is None:
+            heuristic = await self._scored(text, reader)
         else:
-            heuristic = self.score(text, reader)
+            key = verdicts.key(text, reader)
+            found = verdicts.get(key)
+            if found is None:
+                found = await self._scored(text, reader)
+                verdicts.put(key, found)
+            heuristic = found
         if self.classifier is None:
             return heuristic.score
         try:
@@ -190,13 +274,27 @@ class InjectionGuard:
             return heuristic.score
         return max(heuristic.score, min(1.0, max(0.0, probability)))
 
+    async def _scored(self, text: str, reader: Reader) -> InjectionScore:
+        if min(len(text), self.max_scan_chars) > THREAD_ABOVE:
+            return await anyio.to_thread.run_sync(
+                self.score, text, reader, abandon_on_cancel=True, limiter=_long_text_limiter()
+            )
+        return self.score(text, reader)
+
     async def check(self, ctx: RunContext) -> None:
-        """Raise ``injection_detected`` if the prompt or a user message scores ≥ threshold."""
-        for index, text in enumerate(user_texts(ctx.command)):
-            if index:
-                # Scoring is synchronous (milliseconds for a long text): let other tasks run
-                # between the messages of a long history.
+        """Raise ``injection_detected`` if the prompt or a user message scores ≥ threshold.
+
+        Scoring is synchronous: between the messages of a long history, other tasks get a turn
+        once the guard has held the event loop for :data:`_HOLD_AT_MOST` seconds. Not after
+        every message: a history's kept scores take microseconds, and each turn given away
+        makes this request wait for the others' work (at 32 conversations of five turns, the
+        guard's time per request was milliseconds of waiting for a few hundred µs of work).
+        """
+        held_since = perf_counter()
+        for text in user_texts(ctx.command):
+            if perf_counter() - held_since > _HOLD_AT_MOST:
                 await anyio.lowlevel.checkpoint()
+                held_since = perf_counter()
             if await self.assess(text) >= self.threshold:
                 raise GuardRejection(ErrorCode.INJECTION_DETECTED, REJECTION_MESSAGE)
 
