@@ -12,6 +12,16 @@ texts of 1,000 characters. The difference over the first, divided by the number 
 what one text costs: imports, rule compilation and the warm-up cancel out. The texts are benign
 rows of ``tests/data/injection_public.jsonl.gz``, shuffled once with a fixed seed, the same in
 both trees. About 2 minutes. Needs ``valgrind`` and ``git``.
+
+``--evict MB`` counts what the guard costs in a busy service, where the rest of each request
+(HTTP, the run, the other streams) has pushed its tables and code out of the CPU's caches: in
+a quiet process a 100-character text takes about 50 µs, through the service three times that
+(docs/benchmarks.md). The processes then run under ``valgrind --tool=cachegrind`` with its
+cache simulation (last level ``--ll-kib``, default 2,048 KiB, the per-core L2 of the machines
+these figures come from), and overwrite a buffer of ``MB`` MiB before each text; the controls
+overwrite it as often without scoring. Besides instructions, each text's last-level misses are
+reported, data and instructions apart: what a cold text costs beyond its instructions, and
+what a change to the layout of the guard's data moves. About 5 minutes.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "injection_public.jsonl.gz"
@@ -45,29 +56,62 @@ def _texts() -> tuple[list[str], list[str]]:
     return short, medium
 
 
-def score(tree: str, kind: str, count: int) -> None:
-    """The measured process: warm up, then score ``count`` texts of ``kind``."""
+def score(tree: str, kind: str, count: int, evict_mib: int = 0) -> None:
+    """The measured process: warm up, then score ``count`` texts of ``kind`` (``none``:
+    score nothing), overwriting ``evict_mib`` MiB before each text if asked."""
     sys.path.insert(0, tree)
     from agent_executor.guards.injection.scoring import score_text
 
     short, medium = _texts()
     for text in short[:WARMUP]:
         score_text(text)
-    texts = {"none": [], "short": short[WARMUP : WARMUP + count], "medium": medium[:count]}
-    for text in texts[kind]:
-        score_text(text)
+    texts = {"none": [""] * count, "short": short[WARMUP : WARMUP + count], "medium": medium}
+    buffer = bytearray(evict_mib << 20)
+    fill = bytes(len(buffer))
+    for text in texts[kind][:count]:
+        if evict_mib:
+            buffer[:] = fill
+        if text:
+            score_text(text)
 
 
-def _count(tree: Path, kind: str, count: int, work: Path) -> int:
+_EVENTS_RE = re.compile(rb"^events:\s*(.+)$", re.M)
+_SUMMARY_RE = re.compile(rb"^summary:\s*(.+)$", re.M)
+
+
+def _count(tree: Path, kind: str, count: int, work: Path, evict: int, ll_kib: int) -> Counts:
     out = work / f"{tree.name}-{kind}-{os.urandom(3).hex()}.out"
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--quiet"]
+    if evict:
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--LL={ll_kib << 10},16,64"]
+        cmd += [f"--cachegrind-out-file={out}", "--quiet"]
+    else:
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--quiet"]
     cmd += [sys.executable, str(Path(__file__).resolve()), "--score", str(tree), kind, str(count)]
+    cmd += [str(evict)]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env, capture_output=True, timeout=1200)
-    found = _TOTAL_RE.search(out.read_bytes())
-    if found is None:
-        raise RuntimeError(f"no instruction total in {out}")
-    return int(found.group(1))
+    subprocess.run(cmd, check=True, cwd=ROOT, env=env, capture_output=True, timeout=1800)
+    data = out.read_bytes()
+    if not evict:
+        found = _TOTAL_RE.search(data)
+        if found is None:
+            raise RuntimeError(f"no instruction total in {out}")
+        return Counts(int(found.group(1)), 0, 0)
+    events, summary = _EVENTS_RE.search(data), _SUMMARY_RE.search(data)
+    if events is None or summary is None:
+        raise RuntimeError(f"no event summary in {out}")
+    totals = dict(zip(events.group(1).split(), map(int, summary.group(1).split()), strict=True))
+    return Counts(totals[b"Ir"], totals[b"DLmr"] + totals[b"DLmw"], totals[b"ILmr"])
+
+
+class Counts(NamedTuple):
+    """A process's instructions and, with ``--evict``, its last-level misses."""
+
+    instructions: int
+    data_misses: int
+    code_misses: int
+
+    def per_text(self, control: Counts, texts: int) -> Counts:
+        return Counts(*(round((a - b) / texts) for a, b in zip(self, control, strict=True)))
 
 
 def unpack(revision: str, into: Path, paths: tuple[str, ...] = ("agent_executor",)) -> Path:
@@ -93,36 +137,61 @@ def main() -> None:
     parser.add_argument("--base", help="a git revision to compare with (required)")
     parser.add_argument("--short", type=int, default=300)
     parser.add_argument("--medium", type=int, default=60)
-    parser.add_argument("--score", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--evict", type=int, default=0, metavar="MB", help="MiB overwritten before each text"
+    )
+    parser.add_argument("--ll-kib", type=int, default=2048, help="simulated last-level cache")
+    parser.add_argument("--score", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.score:
-        score(args.score[0], args.score[1], int(args.score[2]))
+        score(args.score[0], args.score[1], int(args.score[2]), int(args.score[3]))
         return
     if not args.base:
         parser.error("--base is required")
+    if args.evict < 0 or args.ll_kib < 1:
+        parser.error("--evict must be 0 or more and --ll-kib positive")
+    sizes = {"short": args.short, "medium": args.medium}
+    # Without eviction one control serves both kinds; with it, each kind has its own, which
+    # overwrites the buffer as often as that kind does.
+    controls = {kind: ("none", count if args.evict else 0) for kind, count in sizes.items()}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         trees = {"working tree": ROOT, args.base: unpack(args.base, work)}
-        jobs = [
-            (name, kind, count)
-            for name in trees
-            for kind, count in (("none", 0), ("short", args.short), ("medium", args.medium))
-        ]
+        jobs = sorted(
+            {(name, *job) for name in trees for job in [*sizes.items(), *controls.values()]}
+        )
         with ThreadPoolExecutor(max_workers=2) as pool:
             totals = dict(
                 zip(
                     jobs,
-                    pool.map(lambda job: _count(trees[job[0]], job[1], job[2], work), jobs),
+                    pool.map(
+                        lambda job: _count(
+                            trees[job[0]], job[1], job[2], work, args.evict, args.ll_kib
+                        ),
+                        jobs,
+                    ),
                     strict=True,
                 )
             )
-    print("| tree | instructions per 100-character text | per 1,000-character text |")
+    if args.evict:
+        print(f"{args.evict} MiB overwritten before each text; last level {args.ll_kib:,} KiB")
+        print(
+            "| tree | per 100-character text: instructions, last-level misses (data + code) "
+            "| per 1,000-character text |"
+        )
+    else:
+        print("| tree | instructions per 100-character text | per 1,000-character text |")
     print("|---|---|---|")
     for name in trees:
-        base = totals[(name, "none", 0)]
-        per_short = (totals[(name, "short", args.short)] - base) / args.short
-        per_medium = (totals[(name, "medium", args.medium)] - base) / args.medium
-        print(f"| {name} | {per_short:,.0f} | {per_medium:,.0f} |")
+        cells = []
+        for kind, count in sizes.items():
+            control = (name, *controls[kind])
+            each = totals[(name, kind, count)].per_text(totals[control], count)
+            cell = f"{each.instructions:,}"
+            if args.evict:
+                cell += f", {each.data_misses:,} + {each.code_misses:,}"
+            cells.append(cell)
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
