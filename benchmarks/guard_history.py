@@ -21,8 +21,14 @@ history) and what it does not see (more garbage to collect).
 
 With ``--base REV``, a third service runs the guard from that commit (``git archive`` of its
 ``agent_executor`` and ``server``), all three sent the same conversations at the same time,
-so all see the same load. Writes ``benchmarks/results/guard_history.json``. About a minute
-for 20 turns.
+so all see the same load.
+
+The service's CPU per request moves by a few hundred µs from one turn to the next on a
+shared 2-core machine, as much as re-scoring a history costs once its texts are in the CPU's
+caches; so the same conversations are also judged in this process, by
+``InjectionGuard.check`` alone, with the kept scores and with ``cache_size=0`` (thread CPU
+time per check, median over the conversations). Writes
+``benchmarks/results/guard_history.json``. About a minute for 20 turns.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import argparse
 import asyncio
 import json
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -46,6 +53,9 @@ if str(ROOT) not in sys.path:
 sys.path.insert(0, str(ROOT / "tests" / "data"))
 from corpus_rows import read_rows  # noqa: E402
 
+from agent_executor import AgentCommand, AssistantMessage, Message, UserMessage  # noqa: E402
+from agent_executor.context import RunContext  # noqa: E402
+from agent_executor.guards.injection import InjectionGuard  # noqa: E402
 from agent_executor.guards.injection.scoring import score_text  # noqa: E402
 from benchmarks.guard_cost import (  # noqa: E402
     CORPUS,
@@ -137,6 +147,26 @@ async def measure(
     return results
 
 
+async def in_process(questions: list[list[str]], turns: int) -> dict[int, list[float]]:
+    """The guard's CPU time for each turn's check in this process (median µs over the
+    conversations), with the kept scores (``cache_size`` default) and without (``0``)."""
+    medians: dict[int, list[float]] = {}
+    for size in (2048, 0):
+        guard = InjectionGuard(cache_size=size)
+        times: list[list[float]] = [[] for _ in range(turns)]
+        for conversation in questions:
+            history: list[Message] = []
+            for turn, question in enumerate(conversation[:turns]):
+                command = AgentCommand(user_prompt=question, messages=list(history))
+                context = RunContext(command=command, request_id="bench", mode="execute")
+                started = time.thread_time()
+                await guard.check(context)
+                times[turn].append((time.thread_time() - started) * 1e6)
+                history += [UserMessage(content=question), AssistantMessage(content="Noted.")]
+        medians[size] = [statistics.median(t) for t in times]
+    return medians
+
+
 def markdown(results: dict[str, list[dict[str, Any]]], turns: int) -> str:
     """Per reported turn: for each guarded service, on − off CPU and the guard's own time."""
     off = results[OFF]
@@ -195,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
                 service.stop()
     table = markdown(results, args.turns)
     print(table)
+    local = asyncio.run(in_process(questions, args.turns))
+    print("\nIn this process, the guard's CPU per check, median µs:\n")
+    print("| turn | kept scores | `cache_size=0` |\n|---:|---:|---:|")
+    for turn in [t for t in REPORTED_TURNS if t <= args.turns]:
+        print(f"| {turn} | {local[2048][turn - 1]:,.0f} | {local[0][turn - 1]:,.0f} |")
+    results["in process"] = [
+        {"kept_us": kept, "unkept_us": unkept} for kept, unkept in zip(*local.values(), strict=True)
+    ]
     meta = {
         "conversations": args.conversations,
         "turns": args.turns,
