@@ -117,6 +117,9 @@ WORD_GATE: Final = WordGate([rule.pattern for rule in WORD_RULES])
 """Picks the word rules worth running from the words of a text (most texts need few or none)."""
 NORM_GATE: Final = LiteralGate([rule.pattern for rule in NORM_RULES])
 """Picks the rules of the normalised view worth running from the strings they need."""
+NORM_STARTS: Final = WordGate([rule.pattern for rule in NORM_RULES])
+"""Where each rule of the normalised view can start (those that start with a word), read off
+the words view: a picked rule is tried there instead of at every character of a long text."""
 
 COMPACT: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = tuple(
     (entry["category"], float(entry["weight"]), re.compile(_expand(entry["letters"])))
@@ -134,11 +137,6 @@ FOLLOW_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["follow"])))
 del _DATA
 
 
-_ASCII_GROUPS: Final = ((NORM_GATE, NORM_RULES),)
-_ALL_GROUPS: Final = ((NORM_GATE, NORM_RULES), (SCRIPT_GATE, SCRIPT_RULES))
-"""The rules of the normalised view, by gate: those in other scripts never run on ASCII text."""
-
-
 def match_rules(
     norm: str, words_text: str, split: list[str] | None = None
 ) -> Iterator[tuple[str, float, int, int]]:
@@ -149,11 +147,18 @@ def match_rules(
         rule = WORD_RULES[index]
         for match in WORD_GATE.finditer(index, tokens):
             yield rule.category, rule.weight, match.start(), match.end()
-    for gate, rules in _ASCII_GROUPS if norm.isascii() else _ALL_GROUPS:
-        for index in gate.candidates(norm):
-            rule = rules[index]
-            for match in rule.pattern.finditer(norm):
-                yield rule.category, rule.weight, match.start(), match.end()
+    norm_tokens = None  # made for the first picked rule: most texts pick none
+    for index in NORM_GATE.candidates(norm):
+        rule = NORM_RULES[index]
+        norm_tokens = norm_tokens or NORM_STARTS.tokens(words_text, split)
+        for match in NORM_STARTS.finditer(index, norm_tokens, norm):
+            yield rule.category, rule.weight, match.start(), match.end()
+    if norm.isascii():  # the rules in other scripts cannot match
+        return
+    for index in SCRIPT_GATE.candidates(norm):
+        rule = SCRIPT_RULES[index]
+        for match in rule.pattern.finditer(norm):
+            yield rule.category, rule.weight, match.start(), match.end()
 
 
 def match_compact(letters: str) -> Iterator[tuple[str, float]]:

@@ -172,17 +172,22 @@ class WordGate:
                     break
         return out
 
-    def finditer(self, index: int, tokens: Tokens) -> Iterator[re.Match[str]]:
+    def finditer(
+        self, index: int, tokens: Tokens, text: str | None = None
+    ) -> Iterator[re.Match[str]]:
         """The matches of pattern ``index`` in the text, as ``finditer`` finds them.
 
         A gated pattern is tried only at the starts of the words its first letters allow,
-        which gives the same non-overlapping matches as a scan of every position.
+        which gives the same non-overlapping matches as a scan of every position. ``text``,
+        if given, is what the pattern runs on instead of the words view ``tokens`` was made
+        from: the normalised text that view was made of (punctuation there is one space
+        here, so its words start at the same offsets).
         """
         pattern, starts = self._patterns[index], self._start_keys[index]
+        text = tokens.text if text is None else text
         if starts is None:
-            yield from pattern.finditer(tokens.text)
+            yield from pattern.finditer(text)
             return
-        text = tokens.text
         limit = max(_SCAN_ABOVE, len(text) // _CHARS_PER_START)
         positions = tokens.starts(starts, limit)
         if len(positions) > limit:
