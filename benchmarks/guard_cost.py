@@ -192,6 +192,20 @@ def _timed_scores(texts: list[str]) -> list[tuple[float, float]]:
     return out
 
 
+def distinct_texts(texts: list[str], chars: int) -> list[str]:
+    """``texts`` without those whose first ``chars`` characters an earlier one has: the
+    guard keeps the scores of texts it has seen (``cache_size``), and every text measured
+    here is to be scored, as a new message is (the corpus repeats templates: 198 of 352
+    attack texts cut to 1,000 characters were repeats)."""
+    seen: set[str] = set()
+    out = []
+    for text in texts:
+        if text[:chars] not in seen:
+            seen.add(text[:chars])
+            out.append(text)
+    return out
+
+
 def build_sets(sizes: dict[str, tuple[int, int]], rounds: int) -> list[TextSet]:
     """The four sets; ``sizes`` maps a set's key to (warm-up texts, texts per round).
 
@@ -206,14 +220,14 @@ def build_sets(sizes: dict[str, tuple[int, int]], rounds: int) -> list[TextSet]:
     attack = [r["text"] for r in rows if r["label"] == "attack"]
 
     warm_m, n_m = sizes["medium"]
-    big = [t for t in benign if len(t) >= 1000]
+    big = distinct_texts([t for t in benign if len(t) >= 1000], 1000)
     medium_rows = big[: warm_m + rounds * n_m]
     long_parts = [t[1000:] for t in medium_rows if len(t) > 1000] + big[len(medium_rows) :]
     candidates = {
-        "short": [t[:100] for t in benign if 100 <= len(t) < 1000],
+        "short": distinct_texts([t[:100] for t in benign if 100 <= len(t) < 1000], 100),
         "medium": [t[:1000] for t in medium_rows],
         "long": concatenated(long_parts, LONG_CHARS),
-        "attack": [t[:1000] for t in attack if len(t) >= 1000],
+        "attack": distinct_texts([t[:1000] for t in attack if len(t) >= 1000], 1000),
     }
     labels = {
         "short": ("benign, 100 chars", 100, True),

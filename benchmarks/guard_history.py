@@ -62,6 +62,7 @@ from benchmarks.guard_cost import (  # noqa: E402
     SEED,
     THRESHOLD,
     GuardService,
+    distinct_texts,
     guard_histogram,
     histogram_median,
 )
@@ -79,10 +80,11 @@ SETTLE_S = 0.2
 def _questions(conversations: int, turns: int) -> list[list[str]]:
     """Benign texts of 100 characters, a different one for every turn of every conversation
     (those the guard flags in this process are left out: one refusal would end a
-    conversation, since every later request carries it)."""
+    conversation, since every later request carries it; and repeats, which the guard would
+    find kept)."""
     rows = [r["text"] for r in read_rows(CORPUS) if r["label"] == "benign"]
     random.Random(SEED).shuffle(rows)
-    cut = [t[:100] for t in rows if 100 <= len(t) < 1000 and t.isprintable()]
+    cut = distinct_texts([t[:100] for t in rows if 100 <= len(t) < 1000 and t.isprintable()], 100)
     texts = [t for t in cut if score_text(t).score < THRESHOLD]
     if len(texts) < conversations * turns:
         raise SystemExit(f"only {len(texts)} texts for {conversations} × {turns} questions")
