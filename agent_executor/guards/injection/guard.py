@@ -86,6 +86,9 @@ class VerdictCacheInfo(NamedTuple):
     max_entries: int
 
 
+_Key: TypeAlias = tuple[str, int, bool, bytes]
+
+
 class _Verdicts:
     """The built-in scores of the texts assessed last, least recently used evicted first.
 
@@ -102,18 +105,21 @@ class _Verdicts:
     __slots__ = ("_lock", "_scores", "hits", "misses", "size")
 
     def __init__(self, size: int) -> None:
-        self._scores: dict[tuple[str, bytes], InjectionScore] = {}
+        self._scores: dict[_Key, InjectionScore] = {}
         self._lock = threading.Lock()
         self.size = size
         self.hits = 0
         self.misses = 0
 
     @staticmethod
-    def key(text: str, reader: Reader) -> tuple[str, bytes]:
+    def key(text: str, reader: Reader, max_scan_chars: int, learned: bool) -> _Key:
+        """What a score depends on: the text (by digest), the reader and the guard's settings
+        (public attributes, which a caller may change between two texts)."""
         raw = text.encode("utf-8", "surrogatepass")
-        return (reader, hashlib.blake2b(raw, digest_size=16).digest())
+        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        return (reader, max_scan_chars, learned, digest)
 
-    def get(self, key: tuple[str, bytes]) -> InjectionScore | None:
+    def get(self, key: _Key) -> InjectionScore | None:
         with self._lock:
             score = self._scores.pop(key, None)
             if score is None:
@@ -126,7 +132,7 @@ class _Verdicts:
     def info(self) -> VerdictCacheInfo:
         return VerdictCacheInfo(self.hits, self.misses, len(self._scores), self.size)
 
-    def put(self, key: tuple[str, bytes], score: InjectionScore) -> None:
+    def put(self, key: _Key, score: InjectionScore) -> None:
         with self._lock:
             scores = self._scores
             scores[key] = score
@@ -249,7 +255,7 @@ class InjectionGuard:
         if verdicts is None:
             heuristic = await self._scored(text, reader)
         else:
-            key = verdicts.key(text, reader)
+            key = verdicts.key(text, reader, self.max_scan_chars, self.learned)
             found = verdicts.get(key)
             if found is None:
                 found = await self._scored(text, reader)
