@@ -251,16 +251,7 @@ class InjectionGuard:
         Shorter texts cost less than the hand-off to a thread. A text assessed lately with
         the same ``reader`` is not scored again (``cache_size``).
         """
-        verdicts = self._verdicts
-        if verdicts is None:
-            heuristic = await self._scored(text, reader)
-        else:
-            key = verdicts.key(text, reader, self.max_scan_chars, self.learned)
-            found = verdicts.get(key)
-            if found is None:
-                found = await self._scored(text, reader)
-                verdicts.put(key, found)
-            heuristic = found
+        heuristic = await self._heuristic(text, reader)
         if self.classifier is None:
             return heuristic.score
         try:
@@ -279,6 +270,18 @@ class InjectionGuard:
             )
             return heuristic.score
         return max(heuristic.score, min(1.0, max(0.0, probability)))
+
+    async def _heuristic(self, text: str, reader: Reader) -> InjectionScore:
+        """The built-in score of ``text``: kept from an earlier assessment, or scored now."""
+        verdicts = self._verdicts
+        if verdicts is None:
+            return await self._scored(text, reader)
+        key = verdicts.key(text, reader, self.max_scan_chars, self.learned)
+        kept = verdicts.get(key)
+        if kept is None:
+            kept = await self._scored(text, reader)
+            verdicts.put(key, kept)
+        return kept
 
     async def _scored(self, text: str, reader: Reader) -> InjectionScore:
         if min(len(text), self.max_scan_chars) > THREAD_ABOVE:

@@ -150,7 +150,8 @@ def match_rules(
     norm_tokens = None  # made for the first picked rule: most texts pick none
     for index in NORM_GATE.candidates(norm):
         rule = NORM_RULES[index]
-        norm_tokens = norm_tokens or NORM_STARTS.tokens(words_text, split)
+        if norm_tokens is None:
+            norm_tokens = NORM_STARTS.tokens(words_text, split)
         for match in NORM_STARTS.finditer(index, norm_tokens, norm):
             yield rule.category, rule.weight, match.start(), match.end()
     if norm.isascii():  # the rules in other scripts cannot match
