@@ -139,6 +139,17 @@ def test_a_transformed_attack_is_decoded_and_flagged(transform: str) -> None:
     assert {ENCODED, OBFUSCATION} & set(verdict.reasons)
 
 
+@pytest.mark.parametrize("transform", ["reverse", "rot13"])
+def test_a_public_transformed_attack_is_flagged_when_its_plain_text_is(transform: str) -> None:
+    """The corpus's own reversed and ROT13 rows (some typed with curly quotes), undone: each
+    one the guard flags as plain text it flags as written."""
+    undo = {"reverse": lambda text: text[::-1], "rot13": lambda text: codecs.encode(text, "rot13")}
+    rows = [r["text"] for r in _rows("direct") if r["kind"] == f"encoded/{transform}"]
+    plain = [text for text in rows if score_text(undo[transform](text)).score >= 0.5]
+    assert plain, transform
+    assert [text for text in plain if score_text(text).score < 0.5] == []
+
+
 async def test_an_instruction_in_the_middle_of_a_long_tool_result_is_seen() -> None:
     rows = _rows("indirect")
     attack = next(

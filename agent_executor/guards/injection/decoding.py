@@ -2,12 +2,13 @@
 
 An instruction encoded as ``aWdub3JlIGFsbC...`` passes every phrase rule; decoded, it does not.
 The encodings are the ones red-team tools apply (PyRIT's converters, promptfoo's and spikee's
-strategies): base64 and base32, hex, binary octets, URL escapes, and two transforms of the
-whole text, reversed and ROT13. Only blobs of 16+ characters that decode to mostly readable
-UTF-8 count, at most ``MAX_BLOBS`` candidates per text are tried (decoy blobs cannot cost
-unbounded work), and the whole-text transforms are tried only on text whose words are not
-words: fewer than one in ten of its Latin words is a common English one, and the transform
-makes at least one in four so.
+strategies): base64 and base32, hex, binary octets, URL escapes, HTML character references,
+and two transforms of the whole text, reversed and ROT13. Only blobs of 16+ characters that
+decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per text are tried
+(decoy blobs cannot cost unbounded work), and the whole-text transforms are tried only on text
+whose words are not words: fewer than one in ten of its Latin words is a common English one,
+and the transform makes at least one in four so. Typographic quotes, dashes and ellipses (a
+word processor's or a phone keyboard's) do not make a text non-Latin.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import html
 import itertools
 import re
 import urllib.parse
@@ -36,6 +38,14 @@ _HEX_SEPARATORS_RE = re.compile(r"[ :,-]")
 _BINARY_RE = re.compile(r"(?<![01])(?:[01]{8}[ ,]?){6,}")
 _BASE32_RE = re.compile(r"(?<![A-Z2-7=])[A-Z2-7]{16,}={0,6}")
 _URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+_REFERENCE_RE = re.compile(r"&#(?:[xX]([0-9A-Fa-f]{1,6})|([0-9]{1,7}));")
+_TYPOGRAPHIC = str.maketrans(
+    dict.fromkeys("\u2018\u2019\u201a\u201b", "'")
+    | dict.fromkeys("\u201c\u201d\u201e\u201f", '"')
+    | {"\u2013": "-", "\u2014": "-", "\u2026": "..."}
+)
+"""Curly quotes, dashes and the ellipsis as ASCII."""
+_TYPOGRAPHIC_MARKS = "".join(map(chr, _TYPOGRAPHIC))
 _COMMON_WORDS = (
     "the of and to a in is you that it for on are with as be this was have or at not your"
     " from by all but we can if will an they my me do what so no one which there their"
@@ -116,19 +126,25 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     The test reads the first 600 characters: a text that opens in plain English is not a
     transformed one, and a long one costs no more than a short one. ``words`` are those
     characters' words in lower case, if the caller has them. (The common words counted once
-    each, in C, settle most English texts before every word is counted.)
+    each, in C, settle most English texts before every word is counted.) A few typographic
+    quotes or dashes in Latin text are read as ASCII ones; other non-ASCII text is not tried.
     """
     head = clean[:600]
-    if not head.isascii():
-        return []
+    typographic = not head.isascii()
+    if typographic:
+        others = len(head) - len(head.encode("ascii", "ignore"))
+        if others > 16 or others != sum(map(head.count, _TYPOGRAPHIC_MARKS)):
+            return []
     lowered = head.lower().split() if words is None else words
     if len(lowered) < 3 or len(_COMMON.intersection(lowered)) / len(lowered) >= 0.1:
         return []
     if _common_share(head, lowered) >= 0.1:
         return []
+    if typographic:
+        head = head.translate(_TYPOGRAPHIC)
     for transform in _TRANSFORMS:
         if _common_share(transform(head)) >= 0.25:
-            return [transform(clean)]
+            return [transform(clean.translate(_TYPOGRAPHIC) if typographic else clean)]
     return []
 
 
@@ -138,6 +154,21 @@ def _unescaped(clean: str) -> list[str]:
         text = urllib.parse.unquote_plus(clean)
         if text != clean:
             return [text]
+    return []
+
+
+def _dereferenced(clean: str) -> list[str]:
+    """The text with its numeric HTML character references decoded, when three or more of them
+    are letters: pages escape quotes and symbols that way, not letters, unless the letters are
+    being hidden (``&#x65;&#x76;&#x61;&#x6C;``)."""
+    if clean.count("&#") < 3:
+        return []
+    letters = 0
+    for hexadecimal, decimal in _REFERENCE_RE.findall(clean):
+        code = int(hexadecimal, 16) if hexadecimal else int(decimal)
+        letters += code < 0x110000 and chr(code).isalpha()
+        if letters >= 3:
+            return [html.unescape(clean)]
     return []
 
 
@@ -157,6 +188,8 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
         found += _decoded(clean, tokens if words is None else clean.split(), digits)
     if "%" in clean:
         found += _unescaped(clean)
+    if "&#" in clean:
+        found += _dereferenced(clean)
     return found + _transformed(clean, words if len(clean) <= 600 else None)
 
 

@@ -30,7 +30,8 @@ How a text is scored (all offline, pure and linear in the text's length):
    that part multiplied by 0.45, unless it also says "do it" or similar. A category found
    only in a hidden reading (or found there while the plain text gave it less than 0.5) is
    never discounted and adds a 0.3 ``obfuscation`` or ``encoded_payload`` signal: hiding an
-   instruction is itself suspicious.
+   instruction is itself suspicious. So does a request to decode and follow ("decode this and
+   do what it says") in a text where something decodes, whatever the payload says.
 
 The default threshold 0.5 therefore flags any single strong phrase, or two medium signals, and
 lets single ambiguous words through.
@@ -275,15 +276,18 @@ def _rules_score(analysis: _Analysis) -> tuple[float, set[str], bool]:
     plain = analysis.plain
     hidden = _news(analysis.hidden, plain)
     encoded = _news(analysis.encoded, {**plain, **hidden})
-    discussion = not hidden and not encoded and _discussion(analysis)
+    # "Decode this and do what it says" beside something that decodes: the payload is hidden
+    # whatever it says, even in words no rule knows.
+    payload = bool(encoded) or (OBFUSCATION in plain and bool(analysis.decoded))
+    discussion = not hidden and not payload and _discussion(analysis)
     signals = [_noisy_or(plain.values()) * (DISCUSSION_FACTOR if discussion else 1.0)]
     signals += [max(hidden.get(c, 0.0), encoded.get(c, 0.0)) for c in {*hidden, *encoded}]
     reasons = {*plain, *hidden, *encoded}
-    if hidden or encoded:
+    if hidden or payload:
         signals.append(HIDDEN_BOOST)
     if hidden or (analysis.suspicious and reasons):
         reasons.add(OBFUSCATION)
-    if encoded:
+    if payload:
         reasons.add(ENCODED)
     if discussion:
         reasons.add(DISCUSSION)
