@@ -17,6 +17,7 @@ __all__ = [
     "around",
     "clean",
     "deleet",
+    "despaced",
     "fold",
     "leet_readings",
     "letters_only",
@@ -220,6 +221,42 @@ def _word_end(text: str, at: int) -> int:
         return len(text)
     found = text.find(" ", at)
     return len(text) if found < 0 else found
+
+
+_SINGLES_RE = re.compile(r"(?<!\w)\w(?:[\W_]{1,3}\w(?!\w)){5,}")
+_SEPARATORS_RE = re.compile(r"[\W_]+")
+
+
+def despaced(norm: str, cleaned: str, words: list[str]) -> tuple[str | None, str | None]:
+    """``i g n o r e   a l l``, ``i-g-n-o-r-e a-l-l`` or one letter per line, read two ways:
+    its letters joined up whole (``ignoreall``, normalised text) and word by word (``ignore
+    all``, from ``cleaned``, then folded); ``None`` for a reading that changes nothing.
+
+    Word by word, a run drops the separator it uses most and reads any other (a wider gap, a
+    space between dashed words) as a word boundary, so the rules can match its words;
+    ``i-g-n-o-r-e-a-l-l`` has none to read. Joined whole, a text spelled out letter by letter
+    is itself a sign the learned layer knows. The regex runs only when cheap counts allow it:
+    six one-letter words, or a word of eleven characters or more (``i-g-n-o-r-e`` has no
+    space); and, in a text without ``_`` (the only word character a separator can hold), six
+    one-character ``words`` of its words view, where each letter it joins is one.
+    """
+    if "_" not in norm and list(map(len, words)).count(1) < 6:
+        return None, None
+    lengths = list(map(len, norm.split()))
+    if lengths.count(1) < 6 and max(lengths, default=0) < 11:
+        return None, None
+    if not _SINGLES_RE.search(norm):
+        return None, None
+    whole = _SINGLES_RE.sub(lambda m: _SEPARATORS_RE.sub("", m.group()), norm)
+    by_word = fold(_SINGLES_RE.sub(_joined, cleaned))
+    return (None if whole == norm else whole), (None if by_word in (norm, whole) else by_word)
+
+
+def _joined(run: re.Match[str]) -> str:
+    """One run of single letters, its usual separator dropped and any other read as a space."""
+    separators = _SEPARATORS_RE.findall(run.group())
+    usual = max(separators, key=separators.count)
+    return _SEPARATORS_RE.sub(lambda gap: "" if gap.group() == usual else " ", run.group())
 
 
 def letters_only(norm: str) -> str:

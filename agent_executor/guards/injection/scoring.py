@@ -60,6 +60,7 @@ from .learned import load as load_model
 from .normalisation import (
     around,
     clean,
+    despaced,
     fold,
     leet_readings,
     letters_only,
@@ -117,6 +118,7 @@ class _Analysis:
     words: list[str] = field(default_factory=list)  # the words of its words view
     decoded: list[str] = field(default_factory=list)  # what blobs and transforms hid
     leet: list[str] = field(default_factory=list)  # the leetspeak readings of norm
+    spelled: tuple[str | None, str | None] = (None, None)  # spaced-out letters joined up
 
 
 def _keep_max(weights: dict[str, float], category: str, weight: float) -> None:
@@ -172,7 +174,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
         result.topic = bool(TOPIC_RE.search(near_words))
         result.question = "?" in near_norm and bool(QUESTION_RE.search(near_words))
         result.follow = bool(FOLLOW_RE.search(near_words))
-    _obfuscated_readings(result, text, norm)
+    _obfuscated_readings(result, text, cleaned, norm)
     if depth < _MAX_DEPTH:
         result.decoded = blobs(cleaned, norm.split() if plain_ascii else None)
         for decoded in result.decoded:
@@ -182,10 +184,12 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
     return result
 
 
-def _obfuscated_readings(result: _Analysis, text: str, norm: str) -> None:
-    """Leetspeak, letters-only and Unicode-tag readings of the text, into ``result.hidden``."""
+def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) -> None:
+    """Leetspeak, spaced-out, letters-only and Unicode-tag readings of the text, into
+    ``result.hidden``."""
     variants = result.leet = leet_readings(norm)
-    for variant in variants:
+    result.spelled = _, by_word = despaced(norm, cleaned, result.words)
+    for variant in variants if by_word is None else [*variants, by_word]:
         for category, weight, _, _ in match_rules(variant, words_view(variant)):
             _keep_max(result.hidden, category, weight)
     for compact in [letters_only(norm), *map(letters_only, variants)]:
@@ -259,7 +263,7 @@ def score_text(
     if learned:
         model = model or load_model(reader)
         probability = model.probability(analysis.norm, analysis.tokens)
-        for reading in readings(analysis.norm, analysis.decoded, analysis.leet, analysis.words):
+        for reading in readings(analysis.decoded, analysis.leet, analysis.spelled):
             probability = max(probability, model.probability(reading))
         if discussion:
             probability *= DISCUSSION_FACTOR
