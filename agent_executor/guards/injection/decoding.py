@@ -3,12 +3,13 @@
 An instruction encoded as ``aWdub3JlIGFsbC...`` passes every phrase rule; decoded, it does not.
 The encodings are the ones red-team tools apply (PyRIT's converters, promptfoo's and spikee's
 strategies): base64 and base32, hex, binary octets, URL escapes, HTML character references,
-and two transforms of the whole text, reversed and ROT13. Only blobs of 16+ characters that
-decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per text are tried
-(decoy blobs cannot cost unbounded work), and the whole-text transforms are tried only on text
-whose words are not words: fewer than one in ten of its Latin words is a common English one,
-and the transform makes at least one in four so. Typographic quotes, dashes and ellipses (a
-word processor's or a phone keyboard's) do not make a text non-Latin.
+``\\u`` escapes, quoted-printable, Morse code and Braille (:mod:`.ciphers`), and transforms
+of the whole text: reversed, ROT13, any other Caesar shift and Atbash. Only blobs of 16+
+characters that decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per
+text are tried (decoy blobs cannot cost unbounded work), and the whole-text transforms are
+tried only on text whose words are not words: fewer than one in ten of its Latin words is a
+common English one, and the transform makes at least one in four so. Typographic quotes,
+dashes and ellipses (a word processor's or a phone keyboard's) do not make a text non-Latin.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import binascii
 import codecs
 import html
 import itertools
+import quopri
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
+
+from .ciphers import braille, morse, substitutions
 
 __all__ = ["MAX_BLOBS", "blobs"]
 
@@ -38,6 +42,8 @@ _HEX_SEPARATORS_RE = re.compile(r"[ :,-]")
 _BINARY_RE = re.compile(r"(?<![01])(?:[01]{8}[ ,]?){6,}")
 _BASE32_RE = re.compile(r"(?<![A-Z2-7=])[A-Z2-7]{16,}={0,6}")
 _URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+_UNICODE_ESCAPE_RE = re.compile(r"\\u([0-9A-Fa-f]{4})")
+_QUOTED_PRINTABLE_RE = re.compile(r"=[0-9A-F]{2}")
 _REFERENCE_RE = re.compile(r"&#(?:[xX]([0-9A-Fa-f]{1,6})|([0-9]{1,7}));")
 _TYPOGRAPHIC = str.maketrans(
     dict.fromkeys("\u2018\u2019\u201a\u201b", "'")
@@ -145,6 +151,9 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     for transform in _TRANSFORMS:
         if _common_share(transform(head)) >= 0.25:
             return [transform(clean.translate(_TYPOGRAPHIC) if typographic else clean)]
+    for table in substitutions(head):
+        if _common_share(head.translate(table)) >= 0.25:
+            return [(clean.translate(_TYPOGRAPHIC) if typographic else clean).translate(table)]
     return []
 
 
@@ -154,6 +163,22 @@ def _unescaped(clean: str) -> list[str]:
         text = urllib.parse.unquote_plus(clean)
         if text != clean:
             return [text]
+    return []
+
+
+def _unicode_unescaped(clean: str) -> list[str]:
+    """The text with its ``\\uXXXX`` escapes decoded, when it has six or more."""
+    if clean.count("\\u") >= 6 and len(_UNICODE_ESCAPE_RE.findall(clean)) >= 6:
+        return [_UNICODE_ESCAPE_RE.sub(lambda m: chr(int(m.group(1), 16)), clean)]
+    return []
+
+
+def _quoted_printable(clean: str) -> list[str]:
+    """The text decoded as quoted-printable (``=49=67=6E``), when it has six or more escapes
+    (counted when six escapes of ASCII letters, ``=4X`` to ``=7X``, may be there)."""
+    letters = sum(map(clean.count, ("=4", "=5", "=6", "=7")))
+    if letters >= 6 and len(_QUOTED_PRINTABLE_RE.findall(clean)) >= 6:
+        return [quopri.decodestring(clean.encode()).decode("utf-8", "replace")]
     return []
 
 
@@ -190,6 +215,14 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
         found += _unescaped(clean)
     if "&#" in clean:
         found += _dereferenced(clean)
+    if "\\u" in clean:
+        found += _unicode_unescaped(clean)
+    if clean.count("=") >= 6:
+        found += _quoted_printable(clean)
+    if ".-" in clean or "-." in clean:
+        found += morse(clean)
+    if not clean.isascii():
+        found += braille(clean)
     return found + _transformed(clean, words if len(clean) <= 600 else None)
 
 

@@ -1,0 +1,98 @@
+"""Letter ciphers and sign alphabets an instruction can be spelled in: a Caesar shift of any
+size, Atbash, Morse code and Braille (red-team tools ship each as a converter).
+
+Each has a cheap sign before any work. A Caesar or Atbash text is Latin text whose letters are
+not a language's: ``e t a o i n`` make about 40% of the letters of English, German, French,
+Spanish or Italian prose, much less once the alphabet is shifted or mirrored; only then are
+the shifts whose letter counts come closest to English's tried. Morse code needs
+dots and dashes side by side, Braille its own block of Unicode.
+"""
+
+from __future__ import annotations
+
+import re
+from operator import mul
+from string import ascii_lowercase, ascii_uppercase
+
+__all__ = ["braille", "morse", "substitutions"]
+
+_ATBASH = str.maketrans(
+    ascii_lowercase + ascii_uppercase, ascii_lowercase[::-1] + ascii_uppercase[::-1]
+)
+_SHIFTS = tuple(
+    str.maketrans(
+        ascii_lowercase + ascii_uppercase,
+        ascii_lowercase[n:] + ascii_lowercase[:n] + ascii_uppercase[n:] + ascii_uppercase[:n],
+    )
+    for n in range(26)
+)
+_FREQUENT = "etaoin"
+_LANGUAGE_SHARE = 0.3
+"""``e t a o i n`` make at least this share of a Latin-script language's letters (English 0.45;
+German, French, Spanish, Italian about 0.4); a shifted or mirrored text's fall far below."""
+
+
+_ENGLISH = (
+    8.2, 1.5, 2.8, 4.3, 12.7, 2.2, 2.0, 6.1, 7.0, 0.15, 0.77, 4.0, 2.4,
+    6.7, 7.5, 1.9, 0.095, 6.0, 6.3, 9.1, 2.8, 0.98, 2.4, 0.15, 2.0, 0.074,
+)  # fmt: skip
+"""How often each letter is used in English, per cent."""
+
+
+def substitutions(head: str) -> list[dict[int, int]]:
+    """Translation tables worth trying on ``head`` (ASCII text that reads as no English):
+    Atbash and the two Caesar shifts whose undoing gives letter counts closest to English's
+    (ROT13 is tried elsewhere); none for text whose letters are a language's."""
+    lowered = head.lower()
+    letters = len(lowered) - lowered.count(" ")
+    if letters < 12 or sum(map(lowered.count, _FREQUENT)) >= _LANGUAGE_SHARE * letters:
+        return []
+    counts = list(map(lowered.count, ascii_lowercase))
+    fit = {n: sum(map(mul, counts[n:] + counts[:n], _ENGLISH)) for n in range(1, 26) if n != 13}
+    best = sorted(fit, key=fit.__getitem__, reverse=True)[:2]
+    return [_ATBASH, *(_SHIFTS[26 - n] for n in best)]
+
+
+_MORSE_CODE = {
+    ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g",
+    "....": "h", "..": "i", ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n",
+    "---": "o", ".--.": "p", "--.-": "q", ".-.": "r", "...": "s", "-": "t", "..-": "u",
+    "...-": "v", ".--": "w", "-..-": "x", "-.--": "y", "--..": "z", ".----": "1",
+    "..---": "2", "...--": "3", "....-": "4", ".....": "5", "-....": "6", "--...": "7",
+    "---..": "8", "----.": "9", "-----": "0", ".-.-.-": ".", "--..--": ",", "..--..": "?",
+}  # fmt: skip
+_MORSE_RUN_RE = re.compile(r"(?:[.\-]{1,6}(?: {1,3}| ?/ ?|\n)){7,}[.\-]{1,6}")
+_MORSE_WORD_RE = re.compile(r" ?/ ?| {2,}|\n")
+
+
+def morse(clean: str) -> list[str]:
+    """The runs of Morse code in ``clean`` (eight signs or more; letters apart by a space,
+    words by ``/``, two spaces or a new line), read as text."""
+    if clean.count("-") < 6:
+        return []
+    return [
+        " ".join(
+            "".join(_MORSE_CODE.get(sign, "") for sign in word.split())
+            for word in _MORSE_WORD_RE.split(run)
+        )
+        for run in _MORSE_RUN_RE.findall(clean)
+    ]
+
+
+_BRAILLE_DOTS = {
+    "a": 0x01, "b": 0x03, "c": 0x09, "d": 0x19, "e": 0x11, "f": 0x0B, "g": 0x1B, "h": 0x13,
+    "i": 0x0A, "j": 0x1A, "k": 0x05, "l": 0x07, "m": 0x0D, "n": 0x1D, "o": 0x15, "p": 0x0F,
+    "q": 0x1F, "r": 0x17, "s": 0x0E, "t": 0x1E, "u": 0x25, "v": 0x27, "w": 0x3A, "x": 0x2D,
+    "y": 0x3D, "z": 0x35, ",": 0x02, ".": 0x32, "!": 0x16, "?": 0x26, "'": 0x04, " ": 0x00,
+}  # fmt: skip
+_BRAILLE = str.maketrans(
+    {chr(0x2800 + dots): sign for sign, dots in _BRAILLE_DOTS.items()}
+    | dict.fromkeys(map(chr, (0x2820, 0x283C)))  # the capital and number signs
+)
+_BRAILLE_RUN_RE = re.compile("[\u2800-\u28ff][\u2800-\u28ff \n]{6,}")
+
+
+def braille(clean: str) -> list[str]:
+    """The runs of Braille cells in ``clean`` (seven or more), read as grade 1 English
+    Braille: a cell per letter."""
+    return [run.translate(_BRAILLE) for run in _BRAILLE_RUN_RE.findall(clean)]
