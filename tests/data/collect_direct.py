@@ -27,21 +27,19 @@ from __future__ import annotations
 
 import argparse
 import ast
-import base64
-import codecs
 import csv
 import io
 import json
 import random
 import re
 import textwrap
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import yaml
 from corpus_rows import corpus_row, write_rows
+from transforms import CORPUS_TRANSFORMS as TRANSFORMS
 
 SEED = 17
 CAP = 1500  # rows per source and label, at most
@@ -102,44 +100,7 @@ def kind_of(text: str, default: str) -> str:
     return default
 
 
-# --- the transforms public red-team tools apply --------------------------------------------------
-# promptfoo's leetspeak strategy map (src/redteam/strategies/leetspeak.ts).
-LEET = str.maketrans(
-    {
-        "a": "4",
-        "e": "3",
-        "i": "1",
-        "o": "0",
-        "s": "5",
-        "t": "7",
-        "l": "1",
-        "A": "4",
-        "E": "3",
-        "I": "1",
-        "O": "0",
-        "S": "5",
-        "T": "7",
-        "L": "1",
-    }
-)
-
-
-def _binary(text: str) -> str:
-    return " ".join(f"{b:08b}" for b in text.encode())
-
-
-TRANSFORMS: dict[str, Callable[[str], str]] = {
-    "reverse": lambda t: t[::-1],  # PyRIT FlipConverter
-    "rot13": lambda t: codecs.encode(t, "rot13"),  # PyRIT ROT13Converter, promptfoo rot13
-    "base64": lambda t: base64.b64encode(t.encode()).decode(),  # PyRIT Base64Converter, promptfoo
-    "base32": lambda t: base64.b32encode(t.encode()).decode(),
-    "hex": lambda t: " ".join(f"{b:02X}" for b in t.encode()),  # promptfoo hex
-    "binary": _binary,  # PyRIT BinaryConverter (8 bits)
-    "url": lambda t: urllib.parse.quote(t),  # PyRIT UrlConverter
-    "leetspeak": lambda t: t.translate(LEET),  # promptfoo leetspeak, PyRIT LeetspeakConverter
-    "spaced": lambda t: " ".join(t),  # PyRIT CharacterSpaceConverter, spikee spacing
-    "zero-width": lambda t: "\u200b".join(t),  # PyRIT ZeroWidthConverter
-}
+# --- the transforms public red-team tools apply: see transforms.py --------------------------
 
 
 _row = corpus_row

@@ -7,7 +7,7 @@ strategies): base64 and base32, hex, binary octets, URL escapes, HTML character 
 of the whole text: reversed, ROT13, any other Caesar shift and Atbash. Only blobs of 16+
 characters that decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per
 text are tried (decoy blobs cannot cost unbounded work), and the whole-text transforms are
-tried only on text whose words are not words: fewer than one in ten of its Latin words is a
+tried only on text whose words are not words: fewer than one in five of its Latin words is a
 common English one, and the transform makes at least one in four so. Typographic quotes,
 dashes and ellipses (a word processor's or a phone keyboard's) do not make a text non-Latin.
 """
@@ -112,6 +112,10 @@ def _decode_binary(blob: str) -> str | None:
     return _printable(data)
 
 
+_ENGLISH_SHARE = 0.2
+"""A text with at least this share of common English words reads as English as written."""
+
+
 def _common_share(text: str, words: list[str] | None = None) -> float:
     """The share of ``text``'s words (``words``: them in lower case, if known) that are common
     English words."""
@@ -127,13 +131,17 @@ _TRANSFORMS: tuple[Callable[[str], str], ...] = (
 
 
 def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
-    """The text reversed or in ROT13, if it is Latin text that reads only that way.
+    """The text reversed, in ROT13 or another letter cipher, if it is Latin text that reads
+    far better that way.
 
     The test reads the first 600 characters: a text that opens in plain English is not a
-    transformed one, and a long one costs no more than a short one. ``words`` are those
-    characters' words in lower case, if the caller has them. (The common words counted once
-    each, in C, settle most English texts before every word is counted.) A few typographic
-    quotes or dashes in Latin text are read as ASCII ones; other non-ASCII text is not tried.
+    transformed one, and a long one costs no more than a short one. A text where one word in
+    five or more is a common English one is English; below that, a transform must make at
+    least one in four common, and twice as many as the text has (a reversed text keeps ``a``
+    and turns ``on`` into ``no``). ``words`` are those characters' words in lower case, if the
+    caller has them. (The common words counted once each, in C, settle most English texts
+    before every word is counted.) A few typographic quotes or dashes in Latin text are read as
+    ASCII ones; other non-ASCII text is not tried.
     """
     head = clean[:600]
     typographic = not head.isascii()
@@ -142,17 +150,19 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
         if others > 16 or others != sum(map(head.count, _TYPOGRAPHIC_MARKS)):
             return []
     lowered = head.lower().split() if words is None else words
-    if len(lowered) < 3 or len(_COMMON.intersection(lowered)) / len(lowered) >= 0.1:
+    if len(lowered) < 3 or len(_COMMON.intersection(lowered)) / len(lowered) >= _ENGLISH_SHARE:
         return []
-    if _common_share(head, lowered) >= 0.1:
+    share = _common_share(head, lowered)
+    if share >= _ENGLISH_SHARE:
         return []
+    needed = max(0.25, 2 * share)
     if typographic:
         head = head.translate(_TYPOGRAPHIC)
     for transform in _TRANSFORMS:
-        if _common_share(transform(head)) >= 0.25:
+        if _common_share(transform(head)) >= needed:
             return [transform(clean.translate(_TYPOGRAPHIC) if typographic else clean)]
     for table in substitutions(head):
-        if _common_share(head.translate(table)) >= 0.25:
+        if _common_share(head.translate(table)) >= needed:
             return [(clean.translate(_TYPOGRAPHIC) if typographic else clean).translate(table)]
     return []
 

@@ -84,6 +84,8 @@ DISCUSSION_FACTOR = 0.45
 HIDDEN_BOOST = 0.3
 """Extra signal when a match exists only in an obfuscated or encoded reading of the text."""
 
+_BINARY_DIGITS = "01 \n"
+
 _MAX_DEPTH = 2  # base64 inside base64 is decoded; a third level is not
 
 _QUOTED_RE = re.compile(r"\"[^\"\n]{1,500}\"|(?<!\w)'[^'\n]{1,500}'(?!\w)|`[^`\n]{1,500}`")
@@ -262,7 +264,10 @@ def score_text(
         score, reasons, discussion = 0.0, set(), False
     if learned:
         model = model or load_model(reader)
-        probability = model.probability(analysis.norm, analysis.tokens)
+        # Binary octets are not words (the layer would read their digits as a sign); what they
+        # decode to is scored below.
+        opaque = analysis.decoded and not analysis.norm.strip(_BINARY_DIGITS)
+        probability = 0.0 if opaque else model.probability(analysis.norm, analysis.tokens)
         for reading in readings(analysis.decoded, analysis.leet, analysis.spelled):
             probability = max(probability, model.probability(reading))
         if discussion:

@@ -1,0 +1,102 @@
+"""Encodings and transforms red-team tools put an attack through, to test the guard's decoding.
+
+``CORPUS_TRANSFORMS`` are the ten ``collect_direct.py`` applies to a seeded quarter of each
+source's short attacks (the ``encoded/...`` rows of ``injection_direct.jsonl.gz``; changing one
+changes the corpus). ``TRANSFORMS`` adds the other encodings the guard decodes, each named
+after a public tool that ships it; ``benchmarks/injection_transforms.py`` and
+``tests/test_injection_transforms.py`` put public attacks through every one.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import string
+import urllib.parse
+from collections.abc import Callable
+
+# promptfoo's leetspeak strategy map (src/redteam/strategies/leetspeak.ts).
+LEET = str.maketrans(
+    {
+        "a": "4",
+        "e": "3",
+        "i": "1",
+        "o": "0",
+        "s": "5",
+        "t": "7",
+        "l": "1",
+        "A": "4",
+        "E": "3",
+        "I": "1",
+        "O": "0",
+        "S": "5",
+        "T": "7",
+        "L": "1",
+    }
+)
+
+
+def _binary(text: str) -> str:
+    return " ".join(f"{b:08b}" for b in text.encode())
+
+
+CORPUS_TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "reverse": lambda t: t[::-1],  # PyRIT FlipConverter
+    "rot13": lambda t: codecs.encode(t, "rot13"),  # PyRIT ROT13Converter, promptfoo rot13
+    "base64": lambda t: base64.b64encode(t.encode()).decode(),  # PyRIT Base64Converter, promptfoo
+    "base32": lambda t: base64.b32encode(t.encode()).decode(),
+    "hex": lambda t: " ".join(f"{b:02X}" for b in t.encode()),  # promptfoo hex
+    "binary": _binary,  # PyRIT BinaryConverter (8 bits)
+    "url": lambda t: urllib.parse.quote(t),  # PyRIT UrlConverter
+    "leetspeak": lambda t: t.translate(LEET),  # promptfoo leetspeak, PyRIT LeetspeakConverter
+    "spaced": lambda t: " ".join(t),  # PyRIT CharacterSpaceConverter, spikee spacing
+    "zero-width": lambda t: "\u200b".join(t),  # PyRIT ZeroWidthConverter
+}
+
+
+def _caesar(shift: int) -> Callable[[str], str]:
+    low = string.ascii_lowercase
+    moved = low[shift:] + low[:shift]
+    table = str.maketrans(low + low.upper(), moved + moved.upper())
+    return lambda text: text.translate(table)
+
+
+_ATBASH = str.maketrans(
+    string.ascii_lowercase + string.ascii_uppercase,
+    string.ascii_lowercase[::-1] + string.ascii_uppercase[::-1],
+)
+# International Morse code (ITU-R M.1677-1), letters and digits.
+_MORSE = {
+    "a": ".-", "b": "-...", "c": "-.-.", "d": "-..", "e": ".", "f": "..-.", "g": "--.",
+    "h": "....", "i": "..", "j": ".---", "k": "-.-", "l": ".-..", "m": "--", "n": "-.",
+    "o": "---", "p": ".--.", "q": "--.-", "r": ".-.", "s": "...", "t": "-", "u": "..-",
+    "v": "...-", "w": ".--", "x": "-..-", "y": "-.--", "z": "--..", "0": "-----", "1": ".----",
+    "2": "..---", "3": "...--", "4": "....-", "5": ".....", "6": "-....", "7": "--...",
+    "8": "---..", "9": "----.",
+}  # fmt: skip
+# Grade 1 English Braille letters as Unicode cells (the Unicode chart of block U+2800).
+_BRAILLE = str.maketrans(
+    dict(zip(string.ascii_lowercase, "⠁⠃⠉⠙⠑⠋⠛⠓⠊⠚⠅⠇⠍⠝⠕⠏⠟⠗⠎⠞⠥⠧⠺⠭⠽⠵", strict=True)) | {" ": "⠀"}
+)
+
+
+def _morse(text: str) -> str:
+    return " / ".join(
+        " ".join(_MORSE[c] for c in word if c in _MORSE) for word in text.lower().split()
+    )
+
+
+TRANSFORMS: dict[str, Callable[[str], str]] = {
+    **CORPUS_TRANSFORMS,
+    "caesar-3": _caesar(3),  # PyRIT CaesarConverter (its default offset)
+    "caesar-19": _caesar(19),
+    "atbash": lambda t: t.translate(_ATBASH),  # PyRIT AtbashConverter
+    "morse": _morse,  # PyRIT MorseConverter
+    "braille": lambda t: t.lower().translate(_BRAILLE),  # a Braille converter: letters only
+    "html-references": lambda t: "".join(f"&#{ord(c)};" for c in t),
+    "unicode-escapes": lambda t: "".join(f"\\u{ord(c):04x}" for c in t),
+    "quoted-printable": lambda t: "".join(f"={b:02X}" for b in t.encode()),  # every byte
+    "pipes": lambda t: "|".join(t),  # TakSec's I|g|n|o|r|e
+    "one-per-line": lambda t: "\n".join(t),
+    "fullwidth": lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),
+}

@@ -1,0 +1,52 @@
+"""Public attacks put through the encodings and transforms red-team tools ship are still seen,
+and benign messages hidden the same way are not flagged for it (the table in docs/guards.md
+comes from ``benchmarks/injection_transforms.py``, which draws the same texts)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_executor.guards.injection.scoring import score_text
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+from injection_transforms import TRANSFORMS, texts  # noqa: E402
+
+FLOOR = {"reverse": 0.85, "rot13": 0.85, "caesar-3": 0.85, "caesar-19": 0.85, "atbash": 0.85}
+"""Attacks still flagged once transformed, at least (measured: 88.8-90.8%); Braille keeps
+letters only and leetspeak folds digits into several readings: 70% and 80%; any other 90%."""
+FLOOR |= {"braille": 0.7, "leetspeak": 0.8}
+
+
+@pytest.fixture(scope="module")
+def attacks() -> list[str]:
+    return texts("attack", 200)
+
+
+@pytest.fixture(scope="module")
+def benign() -> list[str]:
+    return texts("benign", 200)
+
+
+def test_the_samples_are_large_enough(attacks: list[str], benign: list[str]) -> None:
+    assert len(attacks) >= 120
+    assert len(benign) == 200
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_a_transformed_public_attack_is_still_flagged(name: str, attacks: list[str]) -> None:
+    transform = TRANSFORMS[name]
+    missed = [text for text in attacks if score_text(transform(text)).score < 0.5]
+
+    assert 1 - len(missed) / len(attacks) >= FLOOR.get(name, 0.9), (name, missed[:3])
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_a_transformed_benign_message_is_not_flagged_for_it(name: str, benign: list[str]) -> None:
+    transform = TRANSFORMS[name]
+    flagged = [text for text in benign if score_text(transform(text)).score >= 0.5]
+
+    assert len(flagged) <= 2, (name, flagged)
