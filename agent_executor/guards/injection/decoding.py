@@ -137,8 +137,9 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     The test reads the first 600 characters: a text that opens in plain English is not a
     transformed one, and a long one costs no more than a short one. A text where one word in
     five or more is a common English one is English; below that, a transform must make at
-    least one in four common, and twice as many as the text has (a reversed text keeps ``a``
-    and turns ``on`` into ``no``). ``words`` are those characters' words in lower case, if the
+    least one in four common, and twice as many as the text has. Between one in ten and one
+    in five only the reversal is tried: a reversed text keeps ``a`` and turns ``on`` into
+    ``no``, a cipher keeps no word. ``words`` are those characters' words in lower case, if the
     caller has them. (The common words counted once each, in C, settle most English texts
     before every word is counted.) A few typographic quotes or dashes in Latin text are read as
     ASCII ones; other non-ASCII text is not tried.
@@ -158,10 +159,10 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     needed = max(0.25, 2 * share)
     if typographic:
         head = head.translate(_TYPOGRAPHIC)
-    for transform in _TRANSFORMS:
+    for transform in _TRANSFORMS if share < 0.1 else _TRANSFORMS[:1]:
         if _common_share(transform(head)) >= needed:
             return [transform(clean.translate(_TYPOGRAPHIC) if typographic else clean)]
-    for table in substitutions(head):
+    for table in substitutions(head) if share < 0.1 else ():
         if _common_share(head.translate(table)) >= needed:
             return [(clean.translate(_TYPOGRAPHIC) if typographic else clean).translate(table)]
     return []
