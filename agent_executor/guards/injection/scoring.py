@@ -85,6 +85,7 @@ HIDDEN_BOOST = 0.3
 """Extra signal when a match exists only in an obfuscated or encoded reading of the text."""
 
 _BINARY_DIGITS = "01 \n"
+"""What a text of binary octets is made of."""
 
 _MAX_DEPTH = 2  # base64 inside base64 is decoded; a third level is not
 
@@ -190,7 +191,8 @@ def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) 
     """Leetspeak, spaced-out, letters-only and Unicode-tag readings of the text, into
     ``result.hidden``."""
     variants = result.leet = leet_readings(norm)
-    result.spelled = _, by_word = despaced(norm, cleaned, result.words)
+    result.spelled = despaced(norm, cleaned, result.words)
+    by_word = result.spelled[1]
     for variant in variants if by_word is None else [*variants, by_word]:
         for category, weight, _, _ in match_rules(variant, words_view(variant)):
             _keep_max(result.hidden, category, weight)

@@ -1,11 +1,11 @@
 """The other readings of a text the learned layer scores: what an attacker's transform hides.
 
-The rules already read leetspeak, spaced-out letters, Unicode tags, base64 and hex (see
-:mod:`.normalisation` and :mod:`.decoding`). The learned layer reads words, so it needs the
-same readings as text: each one here is normalised and scored like the message itself, and the
-highest score wins. Every reading is produced only when a cheap sign calls for it (a leet
-character inside a word, a run of single letters, a blob, text that is not made of words), so
-ordinary text pays for a few regex scans and nothing more.
+The rules read leetspeak, letters spelled out, Unicode tags and every decoded encoding (see
+:mod:`.normalisation` and :mod:`.decoding`). The learned layer reads words, so it scores the
+same readings as text: the rules' are gathered here, the decoded ones normalised, each scored
+like the message itself, and the highest score wins. Every reading is produced only when a
+cheap sign calls for it (a leet character inside a word, a run of single letters, a blob, text
+that is not made of words), so ordinary text pays for a few scans and nothing more.
 """
 
 from __future__ import annotations
