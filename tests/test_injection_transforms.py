@@ -17,8 +17,8 @@ from injection_transforms import TRANSFORMS, texts  # noqa: E402
 
 FLOOR = {"reverse": 0.85, "rot13": 0.85, "caesar-3": 0.85, "caesar-19": 0.85, "atbash": 0.85}
 """Attacks still flagged once transformed, at least (measured: 87.5-90.8%); Braille keeps
-letters only and leetspeak folds digits into several readings: 70% and 80%; any other 90%."""
-FLOOR |= {"braille": 0.7, "leetspeak": 0.8}
+letters only: 70%; any other 90%."""
+FLOOR |= {"braille": 0.7}
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ __all__ = [
     "deleet",
     "despaced",
     "fold",
+    "leet_by_word",
     "leet_readings",
     "letters_only",
     "mixed_scripts",
@@ -179,6 +180,36 @@ def leet_readings(norm: str) -> list[str]:
             if joined not in out:  # without a 1 or a |, both tables read the same
                 out.append(joined)
     return out
+
+
+_LEET_WORD_RE = re.compile(r"(?<![a-z0-9@$!|])[a-z0-9@$!|]+(?![a-z0-9@$!|])")
+_LEET_DIGITS = frozenset("0134578")
+_LEET_BYTES = b"0134578@$!|"
+
+
+def leet_by_word(norm: str, words: int, known: frozenset[str]) -> str | None:
+    """A text in leetspeak throughout (three tokens or more, a quarter of its ``words`` or
+    more, mix letters and leet characters) read word by word against ``known`` words: each
+    ``1`` read as ``i`` or as ``l``, whichever makes a known word (``pr10r ru135`` reads
+    ``prior rules``), and a token of leet digits alone read as the known word it spells
+    (``411`` as ``all``, ``70`` as ``to``); ``None`` for any other text."""
+    needed = max(3, -(-words // 4))
+    leet_characters = len(norm) - len(norm.encode().translate(None, _LEET_BYTES))
+    if leet_characters < needed or len(_MIXED_TOKEN_RE.findall(norm)) < needed:
+        return None
+
+    def read(match: re.Match[str]) -> str:
+        token = match.group()
+        as_i, as_l = token.translate(LEET_I), token.translate(LEET_L)
+        if token.isdigit() and not _LEET_DIGITS.issuperset(token):
+            return token
+        if as_i in known:
+            return as_i
+        if as_l in known:
+            return as_l
+        return token if token.isdigit() else as_i
+
+    return _LEET_WORD_RE.sub(read, norm)
 
 
 def _read_tokens(norm: str, spans: list[tuple[int, int]], table: dict[int, int]) -> str:

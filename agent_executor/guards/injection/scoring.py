@@ -52,6 +52,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 
 from .categories import CATEGORIES, DISCUSSION, ENCODED, LEARNED, OBFUSCATION, SPOOFING
 from .decoding import blobs
@@ -62,6 +63,7 @@ from .normalisation import (
     clean,
     despaced,
     fold,
+    leet_by_word,
     leet_readings,
     letters_only,
     mixed_scripts,
@@ -191,6 +193,10 @@ def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) 
     """Leetspeak, spaced-out, letters-only and Unicode-tag readings of the text, into
     ``result.hidden``."""
     variants = result.leet = leet_readings(norm)
+    if variants:
+        leet_words = leet_by_word(norm, len(result.words), _known_words())
+        if leet_words is not None and leet_words not in variants:
+            variants.append(leet_words)
     result.spelled = despaced(norm, cleaned, result.words)
     by_word = result.spelled[1]
     for variant in variants if by_word is None else [*variants, by_word]:
@@ -202,6 +208,15 @@ def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) 
     for smuggled in [] if text.isascii() else tag_smuggled(text):
         for category, weight in _merged(_analyse(smuggled, _MAX_DEPTH)).items():
             _keep_max(result.hidden, category, weight)
+
+
+@cache
+def _known_words() -> frozenset[str]:
+    """The words the shipped model for messages has a weight of their own for (about 2,500):
+    what a leetspeak token is read as, word by word."""
+    return frozenset(
+        key[1:] for key in load_model("user").weights if isinstance(key, str) and key[:1] == "="
+    )
 
 
 def _merged(analysis: _Analysis) -> dict[str, float]:
