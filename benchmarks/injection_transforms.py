@@ -19,6 +19,8 @@ import json
 import random
 import sys
 from collections.abc import Sequence
+from functools import cache
+from itertools import islice
 from pathlib import Path
 
 from agent_executor.guards.injection.scoring import score_text
@@ -34,21 +36,28 @@ __all__ = ["TRANSFORMS", "table", "texts"]
 SEED = 31
 
 
-def texts(label: str, limit: int) -> list[str]:
-    """A seeded sample of ``limit`` public texts of ``label``: ASCII, 5 to 40 words, no
-    encoded rows; attacks only if the guard flags them as written, benign ones only if not."""
-    found: set[str] = set()
+@cache
+def _short_texts() -> tuple[tuple[str, str], ...]:
+    """(label, text) of the public texts a sample is drawn from: ASCII, 5 to 40 words, no
+    encoded rows (the two corpora read once)."""
+    found: set[tuple[str, str]] = set()
     for name in ("injection_direct", "injection_public"):
         for row in read_rows(DATA / f"{name}.jsonl.gz"):
             text = row["text"]
-            if row["label"] != label or row["kind"].startswith("encoded") or not text.isascii():
+            if row["kind"].startswith("encoded") or not text.isascii():
                 continue
             if 5 <= len(text.split()) <= 40:
-                found.add(text)
-    ordered = sorted(found)
+                found.add((row["label"], text))
+    return tuple(found)
+
+
+def texts(label: str, limit: int) -> list[str]:
+    """A seeded sample of ``limit`` public texts of ``label`` (see :func:`_short_texts`):
+    attacks only if the guard flags them as written, benign ones only if not."""
+    ordered = sorted(text for found, text in _short_texts() if found == label)
     random.Random(f"{SEED}:{label}").shuffle(ordered)
     flagged = label == "attack"
-    return [t for t in ordered if (score_text(t).score >= 0.5) == flagged][:limit]
+    return list(islice((t for t in ordered if (score_text(t).score >= 0.5) == flagged), limit))
 
 
 def table(limit: int) -> dict[str, dict[str, tuple[int, int]]]:

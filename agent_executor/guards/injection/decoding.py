@@ -23,6 +23,7 @@ import quopri
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
+from operator import methodcaller
 
 from .ciphers import braille, morse, substitutions
 
@@ -159,13 +160,21 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     needed = max(0.25, 2 * share)
     if typographic:
         head = head.translate(_TYPOGRAPHIC)
-    for transform in _TRANSFORMS if share < 0.1 else _TRANSFORMS[:1]:
+    for transform in _candidates(head, share):
         if _common_share(transform(head)) >= needed:
             return [transform(clean.translate(_TYPOGRAPHIC) if typographic else clean)]
-    for table in substitutions(head) if share < 0.1 else ():
-        if _common_share(head.translate(table)) >= needed:
-            return [(clean.translate(_TYPOGRAPHIC) if typographic else clean).translate(table)]
     return []
+
+
+def _candidates(head: str, share: float) -> Iterator[Callable[[str], str]]:
+    """The transforms worth trying on ``head``, in turn: the reversal, and unless a tenth of
+    its words are common already, ROT13 and the letter ciphers :mod:`.ciphers` picks for it
+    (worked out only if the others fail)."""
+    yield _TRANSFORMS[0]
+    if share < 0.1:
+        yield from _TRANSFORMS[1:]
+        for table in substitutions(head):
+            yield methodcaller("translate", table)
 
 
 def _unescaped(clean: str) -> list[str]:

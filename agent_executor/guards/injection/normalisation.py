@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 __all__ = [
     "LEET_I",
@@ -19,7 +20,6 @@ __all__ = [
     "deleet",
     "despaced",
     "fold",
-    "leet_by_word",
     "leet_readings",
     "letters_only",
     "mixed_scripts",
@@ -153,8 +153,12 @@ _LEET_MARGIN = 200
 """Characters kept around a leet token in a long text's reading: more than any rule spans."""
 
 
-def leet_readings(norm: str) -> list[str]:
-    """The leetspeak readings of normalised text that differ from it (``1`` as i, then as l).
+def leet_readings(
+    norm: str, known: Callable[[], frozenset[str]] | None = None, words: int = 0
+) -> list[str]:
+    """The leetspeak readings of normalised text that differ from it (``1`` as i, then as l;
+    then, in a text in leetspeak throughout, word by word against the words ``known()``
+    returns, asked only then: see :func:`_by_word`; ``words``: how many the text has).
 
     A long text is read only around its leet tokens (``_LEET_MARGIN`` characters either side,
     the pieces joined by newlines): an ``mp3`` or ``h1`` in a long page no longer doubles the
@@ -179,24 +183,23 @@ def leet_readings(norm: str) -> list[str]:
             joined = "\n".join(read[start:end] for start, end in regions)
             if joined not in out:  # without a 1 or a |, both tables read the same
                 out.append(joined)
+    if known is not None and len(leet) >= max(3, -(-words // 4)):
+        by_word = _by_word(norm, known())
+        if by_word not in out:
+            out.append(by_word)
     return out
 
 
 _LEET_WORD_RE = re.compile(r"(?<![a-z0-9@$!|])[a-z0-9@$!|]+(?![a-z0-9@$!|])")
 _LEET_DIGITS = frozenset("0134578")
-_LEET_BYTES = b"0134578@$!|"
 
 
-def leet_by_word(norm: str, words: int, known: frozenset[str]) -> str | None:
-    """A text in leetspeak throughout (three tokens or more, a quarter of its ``words`` or
-    more, mix letters and leet characters) read word by word against ``known`` words: each
-    ``1`` read as ``i`` or as ``l``, whichever makes a known word (``pr10r ru135`` reads
-    ``prior rules``), and a token of leet digits alone read as the known word it spells
-    (``411`` as ``all``, ``70`` as ``to``); ``None`` for any other text."""
-    needed = max(3, -(-words // 4))
-    leet_characters = len(norm) - len(norm.encode().translate(None, _LEET_BYTES))
-    if leet_characters < needed or len(_MIXED_TOKEN_RE.findall(norm)) < needed:
-        return None
+def _by_word(norm: str, known: frozenset[str]) -> str:
+    """A text in leetspeak throughout (three tokens or more, and a quarter of its words, mix
+    letters and leet characters) read word by word against ``known`` words: each ``1`` read as
+    ``i`` or as ``l``, whichever makes a known word (``pr10r ru135`` reads ``prior rules``),
+    and a token of leet digits alone read as the known word it spells (``411`` as ``all``,
+    ``70`` as ``to``)."""
 
     def read(match: re.Match[str]) -> str:
         token = match.group()

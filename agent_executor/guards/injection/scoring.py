@@ -63,7 +63,6 @@ from .normalisation import (
     clean,
     despaced,
     fold,
-    leet_by_word,
     leet_readings,
     letters_only,
     mixed_scripts,
@@ -192,11 +191,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
 def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) -> None:
     """Leetspeak, spaced-out, letters-only and Unicode-tag readings of the text, into
     ``result.hidden``."""
-    variants = result.leet = leet_readings(norm)
-    if variants:
-        leet_words = leet_by_word(norm, len(result.words), _known_words())
-        if leet_words is not None and leet_words not in variants:
-            variants.append(leet_words)
+    variants = result.leet = leet_readings(norm, _known_words, len(result.words))
     result.spelled = despaced(norm, cleaned, result.words)
     by_word = result.spelled[1]
     for variant in variants if by_word is None else [*variants, by_word]:
