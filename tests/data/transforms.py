@@ -2,8 +2,9 @@
 
 ``CORPUS_TRANSFORMS`` are the ten ``collect_direct.py`` applies to a seeded quarter of each
 source's short attacks (the ``encoded/...`` rows of ``injection_direct.jsonl.gz``; changing one
-changes the corpus). ``TRANSFORMS`` adds the other encodings the guard decodes, each named
-after a public tool that ships it; ``benchmarks/injection_transforms.py`` and
+changes the corpus). ``TRANSFORMS`` adds the other encodings the guard decodes: each comment
+names a public tool that ships the transform, or, where none is named, the standard it follows;
+``benchmarks/injection_transforms.py`` and
 ``tests/test_injection_transforms.py`` put public attacks through every one.
 """
 
@@ -88,15 +89,16 @@ def _morse(text: str) -> str:
 
 TRANSFORMS: dict[str, Callable[[str], str]] = {
     **CORPUS_TRANSFORMS,
-    "caesar-3": _caesar(3),  # PyRIT CaesarConverter (its default offset)
-    "caesar-19": _caesar(19),
+    "caesar-3": _caesar(3),  # PyRIT CaesarConverter (Caesar's own shift)
+    "caesar-19": _caesar(19),  # the same converter, another offset
     "atbash": lambda t: t.translate(_ATBASH),  # PyRIT AtbashConverter
     "morse": _morse,  # PyRIT MorseConverter
-    "braille": lambda t: t.lower().translate(_BRAILLE),  # a Braille converter: letters only
-    "html-references": lambda t: "".join(f"&#{ord(c)};" for c in t),
-    "unicode-escapes": lambda t: "".join(f"\\u{ord(c):04x}" for c in t),
-    "quoted-printable": lambda t: "".join(f"={b:02X}" for b in t.encode()),  # every byte
+    "braille": lambda t: t.lower().translate(_BRAILLE),  # grade 1 Braille: letters only
+    "html-references": lambda t: "".join(f"&#{ord(c)};" for c in t),  # HTML numeric references
+    "unicode-escapes": lambda t: "".join(f"\\u{ord(c):04x}" for c in t),  # JSON / Python escapes
+    "quoted-printable": lambda t: "".join(f"={b:02X}" for b in t.encode()),  # RFC 2045, every byte
     "pipes": lambda t: "|".join(t),  # TakSec's I|g|n|o|r|e
-    "one-per-line": lambda t: "\n".join(t),
+    "one-per-line": lambda t: "\n".join(t),  # split across lines (issue 31's list)
+    # Unicode's full-width forms (U+FF01-FF5E) of the ASCII characters
     "fullwidth": lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),
 }
