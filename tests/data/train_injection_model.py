@@ -8,9 +8,10 @@ Reads the corpora (texts nobody here wrote; see ``SOURCES.md``): ``injection_pub
 ordinary requests in thirteen languages), ``injection_direct.jsonl.gz`` (short direct attacks,
 forged turns, exfiltration, encoded attacks; short benign messages),
 ``injection_indirect.jsonl.gz`` (instructions planted in tool outputs; benign tool outputs),
-and ``injection_corpus.jsonl`` (written for this project, the ``ours`` source). Rows of kind
-``encoded/...`` are never trained on: decoding them is the guard's readings' job, and they are
-the table that says whether it works.
+``injection_overdefense.jsonl.gz`` (NotInject: benign prompts full of attack words, measured
+only; see ``EVAL_ONLY``), and ``injection_corpus.jsonl`` (written for this project, the
+``ours`` source). Rows of kind ``encoded/...`` are never trained on: decoding them is the
+guard's readings' job, and they are the table that says whether it works.
 
 Two models: ``user`` (trained on what users send) and ``tool`` (trained on everything, with the
 operating point chosen on tool outputs). Training is deterministic: scikit-learn's
@@ -65,6 +66,7 @@ CORPORA = {
     "multilingual": HERE / "injection_multilingual.jsonl.gz",
     "direct": HERE / "injection_direct.jsonl.gz",
     "indirect": HERE / "injection_indirect.jsonl.gz",
+    "overdefense": HERE / "injection_overdefense.jsonl.gz",
 }
 OURS = HERE / "injection_corpus.jsonl"
 OUT = {reader: Path(learned.__file__).with_name(name) for reader, name in MODEL_FILES.items()}
@@ -129,9 +131,10 @@ def load_rows() -> list[Row]:
     return rows
 
 
-EVAL_ONLY = {"promptmap", "awesome-prompts-brasil"}
-"""GPL-3.0 sources: measured on, never trained on (the weights ship under the project's
-licence)."""
+EVAL_ONLY = {"promptmap", "awesome-prompts-brasil", "notinject"}
+"""Measured on, never trained on: the GPL-3.0 sources (the weights ship under the project's
+licence), and NotInject, benign prompts built around attack words (``collect_overdefense.py``),
+kept as a check of over-defense that nothing here was fitted to."""
 
 
 def trainable(row: Row) -> bool:
