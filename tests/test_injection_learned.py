@@ -33,6 +33,7 @@ DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
 import train_injection_model as training  # noqa: E402
 from corpus_rows import read_rows  # noqa: E402
+from transforms import CORPUS_TRANSFORMS  # noqa: E402
 
 # Phrasings the rules alone miss, completed into whole messages.
 FORUM_STYLE = [
@@ -143,9 +144,9 @@ def test_a_transformed_attack_is_decoded_and_flagged(transform: str) -> None:
 def test_a_public_transformed_attack_is_flagged_when_its_plain_text_is(transform: str) -> None:
     """The corpus's own reversed and ROT13 rows (some typed with curly quotes), undone: each
     one the guard flags as plain text it flags as written."""
-    undo = {"reverse": lambda text: text[::-1], "rot13": lambda text: codecs.encode(text, "rot13")}
+    undo = CORPUS_TRANSFORMS[transform]  # both are their own inverse
     rows = [r["text"] for r in _rows("direct") if r["kind"] == f"encoded/{transform}"]
-    plain = [text for text in rows if score_text(undo[transform](text)).score >= 0.5]
+    plain = [text for text in rows if score_text(undo(text)).score >= 0.5]
     assert plain, transform
     assert [text for text in plain if score_text(text).score < 0.5] == []
 
