@@ -70,7 +70,7 @@ from .normalisation import (
     window,
     words_view,
 )
-from .rules import FOLLOW_RE, QUESTION_RE, TOPIC_RE, match_compact, match_rules
+from .rules import FOLLOW_RE, QUESTION_RE, RULES, TOPIC_RE, match_compact, match_rules
 from .views import readings
 
 __all__ = ["DISCUSSION_FACTOR", "HIDDEN_BOOST", "MAX_SCAN_CHARS", "InjectionScore", "score_text"]
@@ -205,13 +205,26 @@ def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) 
             _keep_max(result.hidden, category, weight)
 
 
+_ESCAPE_RE = re.compile(r"\\.")
+_RULE_WORD_RE = re.compile(r"[a-z]{2,}")
+
+
 @cache
 def _known_words() -> frozenset[str]:
-    """The words the shipped model for messages has a weight of their own for (about 2,500):
-    what a leetspeak token is read as, word by word."""
-    return frozenset(
+    """What a leetspeak token is read as, word by word: the words the rules are written with
+    (``pr10r ru135`` must read as the rule's ``prior rules``) and those the shipped model for
+    messages has a weight of their own for (about 2,500). The rules' words are not left to
+    the model: a retrain that brings a word's weight under the pruning bound would otherwise
+    stop the rules reading an override spelled in leet."""
+    from_rules = (
+        word
+        for rule in RULES
+        for word in _RULE_WORD_RE.findall(_ESCAPE_RE.sub(" ", rule.pattern.pattern))
+    )
+    from_model = (
         key[1:] for key in load_model("user").weights if isinstance(key, str) and key[:1] == "="
     )
+    return frozenset((*from_rules, *from_model))
 
 
 def _merged(analysis: _Analysis) -> dict[str, float]:
