@@ -6,8 +6,8 @@ my code?", "Provide an unfiltered list of classic rock songs", "Can you pretend 
 guide?". Its authors report existing guard models' accuracy on it falling to about 60%. It
 is evaluation only (``train_injection_model.EVAL_ONLY``): no rule or weight was fitted to it,
 so this is a held-out figure, held to the issue's bound for a benign source. Before the file
-was added the guard flagged 10 of the 339 (2.9%); after the retrain with yanismiraoui's short
-injections (2026-11-28), 12 (3.5%).
+was added the guard flagged 10 of the 339 (2.9%); after the retrain with yanismiraoui's and
+guardllm-tr's short attacks (2026-11-28), 13 (3.8%).
 """
 
 from __future__ import annotations

@@ -9,10 +9,11 @@ ordinary requests in thirteen languages), ``injection_direct.jsonl.gz`` (short d
 forged turns, exfiltration, encoded attacks; short benign messages),
 ``injection_indirect.jsonl.gz`` (instructions planted in tool outputs; benign tool outputs),
 ``injection_overdefense.jsonl.gz`` (NotInject: benign prompts full of attack words, measured
-only; see ``EVAL_ONLY``), ``injection_phrasings.jsonl.gz`` (short injections published in seven
-languages, Italian and Portuguese among them), and ``injection_corpus.jsonl`` (written for this
-project, the ``ours`` source). Rows of kind ``encoded/...`` are never trained on: decoding them
-is the guard's readings' job, and they are the table that says whether it works.
+only; see ``EVAL_ONLY``), ``injection_phrasings.jsonl.gz`` (short injections in seven languages,
+Italian and Portuguese among them, and a Turkish guardrail's test set), and
+``injection_corpus.jsonl`` (written for this project, the ``ours`` source). Rows of kind
+``encoded/...`` are never trained on: decoding them is the guard's readings' job, and they are
+the table that says whether it works.
 
 Two models: ``user`` (trained on what users send) and ``tool`` (trained on everything, with the
 operating point chosen on tool outputs). Training is deterministic: scikit-learn's
