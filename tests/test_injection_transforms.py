@@ -50,3 +50,17 @@ def test_a_transformed_benign_message_is_not_flagged_for_it(name: str, benign: l
     flagged = [text for text in benign if score_text(transform(text)).score >= 0.5]
 
     assert len(flagged) <= 2, (name, flagged)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Pilots spell it Alfa, Bravo, Charlie, Delta, Echo, Foxtrot, Golf, Hotel, India.",
+        "Love it \u2764\ufe0f\u2764\ufe0f\u2764\ufe0f\u2764\ufe0f\u2764\ufe0f\u2764\ufe0f!",
+        "Ratings: 5 \u2b50\ufe0f, service 4 \u2b50\ufe0f, food 5 \u2b50\ufe0f; ask for Mike",
+    ],
+)
+def test_the_signs_of_a_smuggled_or_spelled_text_alone_are_not_flagged(text: str) -> None:
+    """Written here: the NATO alphabet recited, and emoji with their variation selector one by
+    one, are what ordinary text holds of the NATO and smuggling decoders' alphabets."""
+    assert score_text(text).score < 0.5

@@ -11,6 +11,7 @@ names a public tool that ships the transform, or, where none is named, the stand
 from __future__ import annotations
 
 import base64
+import binascii
 import codecs
 import string
 import urllib.parse
@@ -81,6 +82,41 @@ _BRAILLE = str.maketrans(
 )
 
 
+_NATO_CODE = (
+    "Alfa", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliett",
+    "Kilo", "Lima", "Mike", "November", "Oscar", "Papa", "Quebec", "Romeo", "Sierra", "Tango",
+    "Uniform", "Victor", "Whiskey", "Xray", "Yankee", "Zulu",
+)  # fmt: skip
+_NATO = {word[0]: word for word in _NATO_CODE}
+
+
+def _nato(text: str) -> str:
+    """PyRIT's NatoConverter: each ASCII letter a code word, other characters kept, code words
+    apart by a space, words by `` <space> ``."""
+    return " <space> ".join(
+        " ".join(_NATO.get(c.upper(), c) if c.isascii() else c for c in word)
+        for word in text.split(" ")
+    )
+
+
+def _selectors(text: str) -> str:
+    """PyRIT's VariationSelectorSmugglerConverter (its defaults): a smiley, then each UTF-8 byte
+    as a variation selector (0-15: U+FE00-FE0F, 16-255: U+E0100-E01EF)."""
+    return "\U0001f60a" + "".join(
+        chr(0xFE00 + b if b < 16 else 0xE0100 + b - 16) for b in text.encode()
+    )
+
+
+def _invisible_bits(text: str) -> str:
+    """PyRIT's SneakyBitsSmugglerConverter: each bit of the UTF-8 bytes an invisible operator,
+    U+2062 for 0 and U+2064 for 1."""
+    return "".join(
+        "\u2064" if byte >> bit & 1 else "\u2062"
+        for byte in text.encode()
+        for bit in range(7, -1, -1)
+    )
+
+
 def _morse(text: str) -> str:
     return " / ".join(
         " ".join(_MORSE[c] for c in word if c in _MORSE) for word in text.lower().split()
@@ -101,4 +137,15 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "one-per-line": lambda t: "\n".join(t),  # split across lines (issue 31's list)
     # Unicode's full-width forms (U+FF01-FF5E) of the ASCII characters
     "fullwidth": lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),
+    "nato": _nato,  # PyRIT NatoConverter
+    # PyRIT BinAsciiConverter(encoding_func="quoted-printable"): word by word, joined by =20
+    "quoted-printable-words": lambda t: "=20".join(
+        binascii.b2a_qp(w.encode()).decode() for w in t.split()
+    ),
+    "unicode-tags": lambda t: "".join(
+        chr(0xE0000 + ord(c)) for c in t
+    ),  # PyRIT UnicodeSubstitution
+    "variation-selectors": _selectors,  # PyRIT VariationSelectorSmugglerConverter
+    "invisible-bits": _invisible_bits,  # PyRIT SneakyBitsSmugglerConverter
+    "dashes": lambda t: " ".join("-".join(w) for w in t.split()),  # PyRIT StringJoinConverter
 }

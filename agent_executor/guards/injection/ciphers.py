@@ -1,11 +1,13 @@
 """Letter ciphers and sign alphabets an instruction can be spelled in: a Caesar shift of any
-size, Atbash, Morse code and Braille (red-team tools ship each as a converter).
+size, Atbash, Morse code, Braille and the NATO spelling alphabet (red-team tools ship each as a
+converter).
 
 Each has a cheap sign before any work. A Caesar or Atbash text is Latin text whose letters are
 not a language's: ``e t a o i n`` make about 40% of the letters of English, German, French,
 Spanish or Italian prose, much less once the alphabet is shifted or mirrored; only then are
 the shifts whose letter counts come closest to English's tried. Morse code needs
-dots and dashes side by side, Braille its own block of Unicode.
+dots and dashes side by side, Braille its own block of Unicode, NATO spelling ``echo`` (the
+``e`` any English instruction has) and six code words among the text's words.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from operator import mul
 from string import ascii_lowercase, ascii_uppercase
 
-__all__ = ["braille", "morse", "substitutions"]
+__all__ = ["braille", "morse", "nato", "substitutions"]
 
 _ATBASH = str.maketrans(
     ascii_lowercase + ascii_uppercase, ascii_lowercase[::-1] + ascii_uppercase[::-1]
@@ -96,3 +98,39 @@ def braille(clean: str) -> list[str]:
     """The runs of Braille cells in ``clean`` (seven or more), read as grade 1 English
     Braille: a cell per letter."""
     return [run.translate(_BRAILLE) for run in _BRAILLE_RUN_RE.findall(clean)]
+
+
+_NATO = {
+    "alfa": "a", "alpha": "a", "bravo": "b", "charlie": "c", "delta": "d", "echo": "e",
+    "foxtrot": "f", "golf": "g", "hotel": "h", "india": "i", "juliett": "j", "juliet": "j",
+    "kilo": "k", "lima": "l", "mike": "m", "november": "n", "oscar": "o", "papa": "p",
+    "quebec": "q", "romeo": "r", "sierra": "s", "tango": "t", "uniform": "u", "victor": "v",
+    "whiskey": "w", "whisky": "w", "xray": "x", "x-ray": "x", "yankee": "y", "zulu": "z",
+}  # fmt: skip
+_NATO_WORDS = frozenset(form for word in _NATO for form in (word, word.title(), word.upper()))
+"""The code words in the cases a text spells them."""
+_NATO_RUN = 6
+_NATO_ALTERNATIVES = "|".join(sorted(_NATO, key=len, reverse=True))
+_NATO_SEPARATOR = r"(?:[^a-z<]|<space>)+"
+_NATO_RUN_RE = re.compile(
+    rf"(?<![a-z])(?:(?:{_NATO_ALTERNATIVES}){_NATO_SEPARATOR}){{{_NATO_RUN - 1},}}"
+    rf"(?:{_NATO_ALTERNATIVES})(?![a-z])",
+    re.IGNORECASE,
+)
+_NATO_TOKEN_RE = re.compile(rf"{_NATO_ALTERNATIVES}|<space>|/|\||\n", re.IGNORECASE)
+
+
+def nato(clean: str, words: list[str]) -> list[str]:
+    """The runs of six NATO code words or more in ``clean`` (``words``: its words), read as the
+    letters they spell: words apart by ``<space>`` (PyRIT's ``NatoConverter``), ``/``, ``|`` or
+    a new line; digits and punctuation between code words are dropped. A text with fewer than
+    six code words among its words ("the hotel by the golf course") is not searched."""
+    if sum(map(_NATO_WORDS.__contains__, words)) < _NATO_RUN:
+        return []
+    return [
+        "".join(
+            " " if token[0] in "</|\n" else _NATO[token.lower()]
+            for token in _NATO_TOKEN_RE.findall(run)
+        )
+        for run in _NATO_RUN_RE.findall(clean)
+    ]

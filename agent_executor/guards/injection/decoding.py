@@ -3,13 +3,15 @@
 An instruction encoded as ``aWdub3JlIGFsbC...`` passes every phrase rule; decoded, it does not.
 The encodings are the ones red-team tools apply (PyRIT's converters, promptfoo's and spikee's
 strategies): base64 and base32, hex, binary octets, URL escapes, HTML character references,
-``\\u`` escapes, quoted-printable, Morse code and Braille (:mod:`.ciphers`), and transforms
-of the whole text: reversed, ROT13, any other Caesar shift and Atbash. Only blobs of 16+
-characters that decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per
-text are tried (decoy blobs cannot cost unbounded work), and the whole-text transforms are
-tried only on text whose words are not words: fewer than one in five of its Latin words is a
-common English one, and the transform makes at least one in four so. Typographic quotes,
-dashes and ellipses (a word processor's or a phone keyboard's) do not make a text non-Latin.
+``\\u`` escapes, quoted-printable, Morse code, Braille and NATO spelling (:mod:`.ciphers`),
+and transforms of the whole text: reversed, ROT13, any other Caesar shift and Atbash. (Text
+smuggled in invisible characters is read by :func:`~.normalisation.smuggled`, before they are
+removed.) Only blobs of 16+ characters that decode to mostly readable UTF-8 count, at most
+``MAX_BLOBS`` candidates per text are tried (decoy blobs cannot cost unbounded work), and the
+whole-text transforms are tried only on text whose words are not words: fewer than one in five
+of its Latin words is a common English one, and the transform makes at least one in four so.
+Typographic quotes, dashes and ellipses (a word processor's or a phone keyboard's) do not make
+a text non-Latin.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from operator import methodcaller
 
-from .ciphers import braille, morse, substitutions
+from .ciphers import braille, morse, nato, substitutions
 
 __all__ = ["MAX_BLOBS", "blobs"]
 
@@ -195,8 +197,9 @@ def _unicode_unescaped(clean: str) -> list[str]:
 
 def _quoted_printable(clean: str) -> list[str]:
     """The text decoded as quoted-printable (``=49=67=6E``), when it has six or more escapes
-    (counted when six escapes of ASCII letters, ``=4X`` to ``=7X``, may be there)."""
-    letters = sum(map(clean.count, ("=4", "=5", "=6", "=7")))
+    (counted when six escapes of ASCII letters, ``=4X`` to ``=7X``, or of spaces may be there:
+    PyRIT's ``BinAsciiConverter`` encodes word by word and joins the words with ``=20``)."""
+    letters = sum(map(clean.count, ("=4", "=5", "=6", "=7", "=20")))
     if letters >= 6 and len(_QUOTED_PRINTABLE_RE.findall(clean)) >= 6:
         return [quopri.decodestring(clean.encode()).decode("utf-8", "replace")]
     return []
@@ -222,9 +225,10 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
 
     Cheap signs come first, in C: a blob is one whitespace-free token of 16+ characters
     (base64, base32, unbroken hex), spaced hex or binary needs digits (every byte of hex-encoded
-    text has one), URL escapes need ``%``. Prose has none of them, and pays for a ``split``
-    and a count of its digits. ``words``: the words of an ASCII ``clean`` in lower case (its
-    normal form, split), when the caller has them; their lengths are those of its words.
+    text has one), URL escapes need ``%``, NATO spelling ``Echo`` (its ``e``). Prose has none
+    of them, and pays for a ``split`` and a count of its digits. ``words``: the words of an
+    ASCII ``clean`` in lower case (its normal form, split), when the caller has them; their
+    lengths are those of its words.
     """
     tokens = clean.split() if words is None else words
     digits = _digits(clean)
@@ -241,6 +245,8 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
         found += _quoted_printable(clean)
     if ".-" in clean or "-." in clean:
         found += morse(clean)
+    if "echo" in clean or "Echo" in clean or "ECHO" in clean:  # e, in any instruction spelled
+        found += nato(clean, tokens)
     if not clean.isascii():
         found += braille(clean)
     return found + _transformed(clean, words if len(clean) <= 600 else None)

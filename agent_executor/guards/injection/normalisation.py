@@ -24,7 +24,7 @@ __all__ = [
     "letters_only",
     "mixed_scripts",
     "normalise",
-    "tag_smuggled",
+    "smuggled",
     "window",
     "words_view",
 ]
@@ -35,7 +35,13 @@ _INVISIBLE_RE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
-_TAGS_RE = re.compile("[\U000e0020-\U000e007e]+")
+_SMUGGLED_RE = re.compile(
+    "[\U000e0020-\U000e007e]+|[\ufe00-\ufe0f\U000e0100-\U000e01ef]{8,}|[\u2062\u2064]{64,}"
+)
+"""Tag characters, eight variation selectors or more, 64 invisible operators or more."""
+_SMUGGLING_SIGN_RE = re.compile("[\u2062\u2064\ufe00-\ufe0f\U000e0020-\U000e01ef]")
+"""One of their characters: a single class, which ``re`` scans for faster than the runs."""
+_BIT_DIGITS = str.maketrans("\u2062\u2064", "01")
 _MARKS_RE = re.compile("[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff]")
 _LOOKALIKE = "\u0370-\u03ff\u0400-\u04ff\u0500-\u052f"
 # A Latin letter next to a Greek/Cyrillic one, or an invisible character inside a word.
@@ -300,8 +306,24 @@ def letters_only(norm: str) -> str:
     return _NON_LETTERS_RE.sub("", norm)
 
 
-def tag_smuggled(text: str) -> list[str]:
-    """The texts spelled in invisible Unicode tag characters inside ``text``."""
-    if text.isascii():
+def smuggled(text: str) -> list[str]:
+    """The texts hidden in invisible characters inside ``text`` (removed from its normal form):
+    spelled in Unicode tag characters (``U+E0049`` for ``I``), or bytes written as variation
+    selectors (``U+FE00``-``U+FE0F`` for 0-15, ``U+E0100``-``U+E01EF`` for 16-255) or as
+    invisible operators, a bit each (``U+2062`` invisible times for 0, ``U+2064`` invisible
+    plus for 1). PyRIT ships all three (its ASCII, variation-selector and "sneaky bits"
+    smugglers); none of these characters has a use in ordinary text that a run of eight or more
+    would serve."""
+    if text.isascii() or not _SMUGGLING_SIGN_RE.search(text):
         return []
-    return ["".join(chr(ord(ch) - 0xE0000) for ch in run) for run in _TAGS_RE.findall(text)]
+    out = []
+    for run in _SMUGGLED_RE.findall(text):
+        if run[0] in "\u2062\u2064":
+            bits = run.translate(_BIT_DIGITS)
+            data = bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits) - 7, 8))
+        elif run[0] >= "\U000e0020" and run[0] <= "\U000e007e":
+            data = bytes(ord(ch) - 0xE0000 for ch in run)
+        else:  # variation selectors: 0-15, then 16-255
+            data = bytes(ord(ch) - (0xFE00 if ch < "\ufe10" else 0xE0100 - 16) for ch in run)
+        out.append(data.decode("utf-8", "replace"))
+    return out

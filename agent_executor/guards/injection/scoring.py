@@ -11,9 +11,10 @@ How a text is scored (all offline, pure and linear in the text's length):
    to Latin letters, curly quotes straightened, case folded, runs of spaces collapsed.
 3. **Variants.** Besides the normalised text the rules also run on: a leetspeak reading
    (``0→o, 1→i or l, 3→e, 4→a, 5→s, 7→t, @→a, $→s``), the letters-only text (for spaced or
-   dotted-out key phrases such as ``i g n o r e``), text smuggled in Unicode tag characters,
-   and what :mod:`.decoding` finds hidden: base64, base32, hex, binary and URL-escaped text,
-   and text reversed or in ROT13 (two levels deep).
+   dotted-out key phrases such as ``i g n o r e``), text smuggled in invisible characters
+   (Unicode tags, variation selectors, invisible operators as bits), and what :mod:`.decoding`
+   finds hidden: base64, base32, hex, binary and URL-escaped text, NATO spelling, and text
+   reversed or in ROT13 (two levels deep).
 4. **Rules** (``rules.json``, compiled by :mod:`.rules`). Precompiled regular expressions
    (bounded repetitions only, so matching stays linear), each with a category and a weight in
    (0, 1): ``instruction_override``, ``prompt_extraction``, ``roleplay_jailbreak``,
@@ -66,7 +67,7 @@ from .normalisation import (
     leet_readings,
     letters_only,
     mixed_scripts,
-    tag_smuggled,
+    smuggled,
     window,
     words_view,
 )
@@ -123,6 +124,7 @@ class _Analysis:
     decoded: list[str] = field(default_factory=list)  # what blobs and transforms hid
     leet: list[str] = field(default_factory=list)  # the leetspeak readings of norm
     spelled: tuple[str | None, str | None] = (None, None)  # spaced-out letters joined up
+    smuggled: list[str] = field(default_factory=list)  # what invisible characters spelled
 
 
 def _keep_max(weights: dict[str, float], category: str, weight: float) -> None:
@@ -189,8 +191,8 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
 
 
 def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) -> None:
-    """Leetspeak, spaced-out, letters-only and Unicode-tag readings of the text, into
-    ``result.hidden``."""
+    """Leetspeak, spaced-out, letters-only and smuggled readings of the text (Unicode tags,
+    variation selectors, invisible bits), into ``result.hidden``."""
     variants = result.leet = leet_readings(norm, _known_words, len(result.words))
     result.spelled = despaced(norm, cleaned, result.words)
     by_word = result.spelled[1]
@@ -200,8 +202,10 @@ def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) 
     for compact in [letters_only(norm), *map(letters_only, variants)]:
         for category, weight in match_compact(compact):
             _keep_max(result.hidden, category, weight)
-    for smuggled in [] if text.isascii() else tag_smuggled(text):
-        for category, weight in _merged(_analyse(smuggled, _MAX_DEPTH)).items():
+    if not text.isascii():
+        result.smuggled = smuggled(text)
+    for hidden in result.smuggled:
+        for category, weight in _merged(_analyse(hidden, _MAX_DEPTH)).items():
             _keep_max(result.hidden, category, weight)
 
 
@@ -293,7 +297,8 @@ def score_text(
         # decode to is scored below.
         opaque = analysis.decoded and not analysis.norm.strip(_BINARY_DIGITS)
         probability = 0.0 if opaque else model.probability(analysis.norm, analysis.tokens)
-        for reading in readings(analysis.decoded, analysis.leet, analysis.spelled):
+        hidden = analysis.decoded + analysis.smuggled if analysis.smuggled else analysis.decoded
+        for reading in readings(hidden, analysis.leet, analysis.spelled):
             probability = max(probability, model.probability(reading))
         if discussion:
             probability *= DISCUSSION_FACTOR

@@ -1,6 +1,6 @@
 """The other readings of a text the learned layer scores: what an attacker's transform hides.
 
-The rules read leetspeak, letters spelled out, Unicode tags and every decoded encoding (see
+The rules read leetspeak, letters spelled out, smuggled text and every decoded encoding (see
 :mod:`.normalisation` and :mod:`.decoding`). The learned layer reads words, so it scores the
 same readings as text: the rules' are gathered here, the decoded ones normalised, each scored
 like the message itself, and the highest score wins. Every reading is produced only when a
@@ -22,7 +22,8 @@ def readings(
 ) -> list[str]:
     """Normalised readings of a text besides its normal form.
 
-    ``decoded`` are the texts :func:`~.decoding.blobs` found in it, ``leet`` its leetspeak
+    ``decoded`` are the texts :func:`~.decoding.blobs` found in it and those invisible
+    characters spelled (:func:`~.normalisation.smuggled`), ``leet`` its leetspeak
     readings and ``spelled`` its letters spaced out, joined up (whole and word by word:
     :func:`~.normalisation.despaced`), as the rules made them (they are not made twice).
     """
