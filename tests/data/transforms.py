@@ -117,6 +117,18 @@ def _invisible_bits(text: str) -> str:
     )
 
 
+def _emoji_letters(text: str) -> str:
+    """PyRIT's EmojiConverter: each letter drawn as one of three emoji (negative circled,
+    negative squared with its emoji selector, squared), here in turn rather than at random."""
+    out = []
+    for i, c in enumerate(text):
+        n = ord(c.lower()) - ord("a")
+        if 0 <= n < 26:
+            c = (chr(0x1F150 + n), chr(0x1F170 + n) + "\ufe0f", chr(0x1F130 + n))[i % 3]
+        out.append(c)
+    return "".join(out)
+
+
 def _morse(text: str) -> str:
     return " / ".join(
         " ".join(_MORSE[c] for c in word if c in _MORSE) for word in text.lower().split()
@@ -148,4 +160,5 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "variation-selectors": _selectors,  # PyRIT VariationSelectorSmugglerConverter
     "invisible-bits": _invisible_bits,  # PyRIT SneakyBitsSmugglerConverter
     "dashes": lambda t: " ".join("-".join(w) for w in t.split()),  # PyRIT StringJoinConverter
+    "emoji-letters": _emoji_letters,  # PyRIT EmojiConverter
 }

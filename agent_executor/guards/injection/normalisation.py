@@ -69,6 +69,10 @@ _CONFUSABLES = str.maketrans(
         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"',
         "\u00bb": '"', "\u2033": '"',
     }
+    # Letters drawn as emoji that NFKC leaves alone: negative circled (U+1F150), negative
+    # squared (U+1F170), regional indicators (U+1F1E6). PyRIT's EmojiConverter uses the first
+    # two and the squared letters (U+1F130), which NFKC reads already.
+    | {chr(base + n): chr(ord("a") + n) for base in (0x1F150, 0x1F170, 0x1F1E6) for n in range(26)}
 )  # fmt: skip
 _PUNCT_RE = re.compile(r"[^\w\n ]")
 _MIXED_TOKEN_RE = re.compile(
@@ -321,7 +325,7 @@ def smuggled(text: str) -> list[str]:
         if run[0] in "\u2062\u2064":
             bits = run.translate(_BIT_DIGITS)
             data = bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits) - 7, 8))
-        elif run[0] >= "\U000e0020" and run[0] <= "\U000e007e":
+        elif "\U000e0020" <= run[0] <= "\U000e007e":  # tags: ASCII plus 0xE0000
             data = bytes(ord(ch) - 0xE0000 for ch in run)
         else:  # variation selectors: 0-15, then 16-255
             data = bytes(ord(ch) - (0xFE00 if ch < "\ufe10" else 0xE0100 - 16) for ch in run)
