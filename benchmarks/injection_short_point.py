@@ -18,9 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import zlib
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from injection_eval import KINDS, rate
@@ -45,59 +44,46 @@ def _variants(model: Model, shifts: Iterable[float]) -> dict[str, Model]:
     return out
 
 
+def _groups(row: dict[str, str]) -> Iterator[str]:
+    """The counts a scored row adds to: its label, its label's short ones, a benign source."""
+    label = row["label"]
+    yield label
+    if SHORT(row) if label == "attack" else len(row["text"].split()) <= 15:
+        yield f"{label} short"
+    if label == "benign":
+        yield f"source {row['source']}"
+
+
 def sweep(shifts: Sequence[float]) -> list[str]:
     """The markdown table of every shift (see the module docstring)."""
-    rows = [r for r in training.load_rows() if r["reader"] == "user"]
-    counts: dict[str, Counter[str]] = {}
-    by_source: dict[tuple[str, str], Counter[str]] = {}
-
-    def count(model: Model, index: Iterable[int]) -> None:
+    rows = training.load_rows()
+    hits: dict[str, Counter[str]] = defaultdict(Counter)
+    totals: Counter[str] = Counter()
+    for model, index in training.protocol_models(rows, "user"):
+        totals.update(group for i in index for group in _groups(rows[i]))
         for name, variant in _variants(model, shifts).items():
-            found = counts.setdefault(name, Counter())
             for i in index:
-                row = rows[i]
-                hit = score_text(row["text"], model=variant).score >= 0.5
-                label = row["label"]
-                found[label] += hit
-                found[f"{label} of"] += 1
-                short = SHORT(row) if label == "attack" else len(row["text"].split()) <= 15
-                if short:
-                    found[f"{label} short"] += hit
-                    found[f"{label} short of"] += 1
-                if label == "benign":
-                    source = by_source.setdefault((name, row["source"]), Counter())
-                    source["hit"] += hit
-                    source["of"] += 1
+                if score_text(rows[i]["text"], model=variant).score >= 0.5:
+                    hits[name].update(_groups(rows[i]))
 
-    for source in sorted({r["source"] for r in rows if r["label"] == "attack"}):
-        model = training.held_out(rows, [source], "user")
-        count(
-            model,
-            [i for i, r in enumerate(rows) if r["source"] == source and r["label"] == "attack"],
-        )
-    benign = [i for i, r in enumerate(rows) if r["label"] == "benign"]
-    fold = {i: zlib.crc32(training.group_of(rows[i]).encode()) % training.FOLDS for i in benign}
-    for k in range(training.FOLDS):
-        targets = [i for i in benign if fold[i] == k]
-        drop = training.near_duplicates(rows, targets)
-        count(training.train((r for i, r in enumerate(rows) if i not in drop), "user"), targets)
+    def share(name: str, group: str) -> str:
+        return rate(hits[name][group], totals[group])
 
     lines = [
         "| short shift | attacks detected | short attacks detected | benign flagged "
         "| benign, ≤ 15 words | benign sources over 4% |",
         "|---|---|---|---|---|---|",
     ]
-    for name, c in counts.items():
+    for name in hits:
         over = sorted(
-            f"{source} {s['hit']}/{s['of']}"
-            for (n, source), s in by_source.items()
-            if n == name and s["hit"] > 0.04 * s["of"]
+            f"{group.removeprefix('source ')} {found}/{totals[group]}"
+            for group, found in hits[name].items()
+            if group.startswith("source ") and found > 0.04 * totals[group]
         )
         lines.append(
-            f"| {name} | {rate(c['attack'], c['attack of'])} "
-            f"| {rate(c['attack short'], c['attack short of'])} "
-            f"| {rate(c['benign'], c['benign of'])} "
-            f"| {rate(c['benign short'], c['benign short of'])} | {', '.join(over) or '-'} |"
+            f"| {name} | {share(name, 'attack')} | {share(name, 'attack short')} "
+            f"| {share(name, 'benign')} | {share(name, 'benign short')} "
+            f"| {', '.join(over) or '-'} |"
         )
     return lines
 

@@ -39,7 +39,7 @@ import re
 import sys
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -412,11 +412,16 @@ def held_out_attacks(rows: Sequence[Row], source: str, reader: Reader = "user") 
 def _held_out_attacks(rows: Sequence[Row], source: str, reader: Reader) -> dict[int, float]:
     """:func:`held_out_attacks` keyed by row index, in row order."""
     model = held_out(rows, [source], reader)
-    return {
-        i: combined(model, r["text"], reader)
+    return {i: combined(model, rows[i]["text"], reader) for i in _attacks(rows, source, reader)}
+
+
+def _attacks(rows: Sequence[Row], source: str, reader: Reader) -> list[int]:
+    """The indices of ``source``'s attacks on ``reader``, in row order."""
+    return [
+        i
         for i, r in enumerate(rows)
         if r["source"] == source and r["label"] == "attack" and r["reader"] == reader
-    }
+    ]
 
 
 def acceptance(rows: Sequence[Row], workers: int | None = None) -> dict[str, float]:
@@ -470,20 +475,42 @@ def _figure(rows: Sequence[Row], source: str, reader: Reader) -> float:
 def held_out_benign(
     rows: Sequence[Row], folds: int = FOLDS, reader: Reader = "user", only_fold: int | None = None
 ) -> dict[int, float]:
-    """Scores of every benign row of ``reader``'s kind by a model that never saw its author.
+    """Scores of every benign row of ``reader``'s kind by a model that never saw its author
+    (see :func:`_benign_folds`)."""
+    return {
+        i: combined(model, rows[i]["text"], reader)
+        for model, targets in _benign_folds(rows, folds, reader, only_fold)
+        for i in targets
+    }
 
-    Benign rows are split into ``folds`` by :func:`group_of` (a CRC of the group, so the split
-    is stable); each fold is scored by a model trained on everything else.
-    """
+
+def _benign_folds(
+    rows: Sequence[Row], folds: int, reader: Reader, only_fold: int | None = None
+) -> Iterator[tuple[Model, list[int]]]:
+    """For each fold of the benign rows of ``reader``'s kind, a model trained on everything
+    else, and the fold. Benign rows are split into ``folds`` by :func:`group_of` (a CRC of the
+    group, so the split is stable)."""
     benign = [i for i, r in enumerate(rows) if r["label"] == "benign" and r["reader"] == reader]
     fold = {i: zlib.crc32(group_of(rows[i]).encode()) % folds for i in benign}
-    scores: dict[int, float] = {}
     for k in range(folds) if only_fold is None else [only_fold]:
         targets = [i for i in benign if fold[i] == k]
         drop = near_duplicates(rows, targets)
-        model = train((r for i, r in enumerate(rows) if i not in drop), reader)
-        scores.update((i, combined(model, rows[i]["text"], reader)) for i in targets)
-    return scores
+        yield train((r for i, r in enumerate(rows) if i not in drop), reader), targets
+
+
+def protocol_models(
+    rows: Sequence[Row], reader: Reader, sources: Iterable[str] | None = None
+) -> Iterator[tuple[Model, list[int]]]:
+    """Every model of the held-out protocol for ``reader``, with the rows it scores: for each
+    attack source (those of ``sources``, or all), a model trained without the source and its
+    near-copies, and the source's attacks; then one model per fold of benign authors."""
+    attack_sources = sorted(
+        {r["source"] for r in rows if r["label"] == "attack" and r["reader"] == reader}
+    )
+    for source in attack_sources:
+        if sources is None or source in sources:
+            yield held_out(rows, [source], reader), _attacks(rows, source, reader)
+    yield from _benign_folds(rows, FOLDS, reader)
 
 
 def evaluate(rows: Sequence[Row], sources: Iterable[str] | None = None) -> dict[int, float]:
@@ -495,13 +522,8 @@ def evaluate(rows: Sequence[Row], sources: Iterable[str] | None = None) -> dict[
     """
     scores: dict[int, float] = {}
     for reader in ("user", "tool"):
-        attack_sources = sorted(
-            {r["source"] for r in rows if r["label"] == "attack" and r["reader"] == reader}
-        )
-        for source in attack_sources:
-            if sources is None or source in sources:
-                scores.update(_held_out_attacks(rows, source, reader))
-        scores.update(held_out_benign(rows, reader=reader))
+        for model, index in protocol_models(rows, reader, sources):
+            scores.update((i, combined(model, rows[i]["text"], reader)) for i in index)
     return scores
 
 
