@@ -1,16 +1,24 @@
-"""Build hook: an editable install gets the service under its installed name too.
+"""Build hook: the learned guard's C part, and the service under its installed name.
 
-The wheel ships the repository's ``server/`` folder as the package ``agent_executor_server``
-(``sources`` in pyproject.toml), so the distribution puts no top-level ``server`` into
-site-packages. hatchling cannot rename a package in an editable install (pypa/hatch#1887): it
-only puts the checkout on ``sys.path`` (``dev-mode-dirs``), where ``server`` imports but
-``agent_executor_server``, the console script's module, does not exist. For editable builds this
-hook adds a one-file ``agent_executor_server`` that loads the checkout's ``server/`` in its place,
-so both names run the same files, live.
+**The C part.** ``agent_executor/guards/injection/_learned_native.c`` sums the learned
+injection layer's weights from one flat table (docs/benchmarks.md: the guard's cost in a busy
+service). Every wheel, editable or not, compiles it with the platform's C compiler through
+setuptools, into the source tree beside the Python module, and the wheel carries it. Where the
+build fails (no compiler, no Python headers) a warning is shown and the install goes on: the
+Python module sums the same windows itself. ``AGENT_EXECUTOR_NO_NATIVE=1`` skips the build.
+
+**The service's name.** The wheel ships the repository's ``server/`` folder as the package
+``agent_executor_server`` (``sources`` in pyproject.toml), so the distribution puts no
+top-level ``server`` into site-packages. hatchling cannot rename a package in an editable
+install (pypa/hatch#1887): it only puts the checkout on ``sys.path`` (``dev-mode-dirs``), where
+``server`` imports but ``agent_executor_server``, the console script's module, does not exist.
+For editable builds this hook adds a one-file ``agent_executor_server`` that loads the
+checkout's ``server/`` in its place, so both names run the same files, live.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -34,14 +42,58 @@ _spec.loader.exec_module(_module)
 '''
 
 
-class EditableServerHook(BuildHookInterface):  # type: ignore[type-arg]
-    """Adds the ``agent_executor_server`` redirect to editable wheels (regular wheels untouched)."""
+NATIVE = "agent_executor.guards.injection._learned_native"
+NATIVE_SOURCE = "agent_executor/guards/injection/_learned_native.c"
+
+
+def build_native(root: str) -> Path:
+    """Compile the C part into the source tree; its path. Raises where it cannot be built."""
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    extension = Extension(NATIVE, [NATIVE_SOURCE], extra_compile_args=["-O2"])
+    command = build_ext(Distribution({"ext_modules": [extension], "script_name": "hatch_build"}))
+    command.inplace = True
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch:
+        command.build_temp = scratch  # the object files, not left in the checkout
+        command.ensure_finalized()
+        os.chdir(root)  # build_ext writes in place relative to the working directory
+        try:
+            command.run()
+        finally:
+            os.chdir(here)
+    return Path(root, command.get_ext_fullpath(NATIVE))
+
+
+class BuildHook(BuildHookInterface):  # type: ignore[type-arg]
+    """Compiles the C part into every wheel; adds the ``agent_executor_server`` redirect to
+    editable ones."""
 
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if version != "editable":
+        if os.environ.get("AGENT_EXECUTOR_NO_NATIVE") != "1":
+            self._native(version, build_data)
+        if version == "editable":
+            self._redirect(build_data)
+
+    def _native(self, version: str, build_data: dict[str, Any]) -> None:
+        try:
+            built = build_native(self.root)
+        except Exception as exc:  # any failure leaves the Python fallback
+            self.app.display_warning(
+                f"agent-executor: the C part of the injection guard was not built ({exc}); "
+                "the guard runs in Python and costs more CPU (docs/guards.md)"
+            )
             return
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+        if version != "editable":  # an editable install imports it from the source tree
+            relative = built.relative_to(self.root).as_posix()
+            build_data["force_include"][str(built)] = relative
+
+    def _redirect(self, build_data: dict[str, Any]) -> None:
         folder = Path(self.root, "server").resolve()
         self._scratch = tempfile.TemporaryDirectory()
         redirect = Path(self._scratch.name, "__init__.py")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -206,6 +208,19 @@ def test_the_wheel_ships_the_service_as_agent_executor_server(wheel: Path) -> No
         assert expected in names
     scripts = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
     assert "agent-executor = agent_executor_server.cli:main" in scripts.splitlines()
+
+
+def test_the_wheel_carries_the_guards_c_part_where_it_was_built(wheel: Path) -> None:
+    """hatch_build.py compiles _learned_native.c; a wheel with it is tagged for this Python
+    and platform, one without it (no compiler) is pure Python, and CI has a compiler."""
+    names = zipfile.ZipFile(wheel).namelist()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    built = f"agent_executor/guards/injection/_learned_native{suffix}" in names
+    tag = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/WHEEL"))).decode()
+
+    assert built or not os.environ.get("CI")
+    assert ("Root-Is-Purelib: false" in tag) == built
+    assert ("Tag: py3-none-any" in tag) != built
 
 
 @pytest.mark.timeout(90)

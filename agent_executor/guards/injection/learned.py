@@ -34,17 +34,21 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
-from importlib import resources
+from importlib import import_module, resources
 from itertools import pairwise, repeat
 from operator import itemgetter
-from typing import Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from .literal_gate import LiteralGate
 from .normalisation import words_view
 
+if TYPE_CHECKING:
+    from ._learned_native import Table
+
 __all__ = [
     "MIN_WORDS",
     "MODEL_FILES",
+    "NATIVE",
     "SHORT_WORDS",
     "STRUCTURE",
     "WINDOW_WORDS",
@@ -72,6 +76,22 @@ SHORT_WORDS: Final = 8
 WINDOW_WORDS: Final[dict[Reader, int]] = {"user": 256, "tool": 96}
 """Long texts are scored in windows of this many words, a new one every half window. Tool
 results get shorter windows: an instruction planted in a long page is a few dozen words."""
+
+
+def _native_table() -> type[Table] | None:
+    """The C table's class, built from ``_learned_native.c`` at install; ``None`` where no
+    compiler was found, and Python sums the windows."""
+    try:
+        module = import_module(f"{__package__}._learned_native")
+    except ImportError:
+        return None
+    table: type[Table] = module.Table
+    return table
+
+
+_NativeTable: Final = _native_table()
+NATIVE: Final = _NativeTable is not None
+"""Whether the window sums run in C (``_learned_native``), as installs with a compiler do."""
 
 _CACHE_LIMIT = 200_000
 _NGRAMS = (3, 4, 5)
@@ -307,7 +327,7 @@ def windows(words: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 class Model:
     """Weights keyed as :func:`training_features` names them (pairs as tuples), and a bias."""
 
-    __slots__ = ("_word_cache", "bias", "short_shift", "weights", "window")
+    __slots__ = ("_native", "_word_cache", "bias", "short_shift", "weights", "window")
 
     def __init__(
         self,
@@ -315,15 +335,20 @@ class Model:
         weights: dict[str | tuple[str, str], float],
         window: int = 256,
         short_shift: float = 0.0,
+        *,
+        native: bool = True,
     ) -> None:
+        """``native=False`` sums in Python even where the C table is built (the tests compare
+        the two). ``weights`` are read once: change them and the C table does not follow."""
         self.bias = bias
         self.weights = weights
         self.window = window
         self.short_shift = short_shift
         self._word_cache: dict[str, float] = {}
+        self._native = _NativeTable(weights) if native and _NativeTable is not None else None
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> Model:
+    def from_json(cls, data: dict[str, object], *, native: bool = True) -> Model:
         raw = data["weights"]
         assert isinstance(raw, dict)
         weights: dict[str | tuple[str, str], float] = {}
@@ -333,7 +358,7 @@ class Model:
         bias, window, short = data["bias"], data.get("window", 256), data.get("short_shift", 0)
         assert isinstance(bias, (int, float)) and isinstance(window, int)
         assert isinstance(short, (int, float))
-        return cls(float(bias), weights, window, float(short))
+        return cls(float(bias), weights, window, float(short), native=native)
 
     def _weigh(self, words: set[str]) -> dict[str, float]:
         """The summed weight of each word's own feature and n-grams, also cached."""
@@ -371,7 +396,9 @@ class Model:
         if len(words) < MIN_WORDS:
             return None
         distinct = set(words)
-        if len(words) <= self.window:
+        if self._native is not None:
+            best = self._native.best(words, self.window)
+        elif len(words) <= self.window:
             best = self._window(words, distinct)
         else:
             best = max(self._window(part) for part in windows(words, self.window))
