@@ -1,13 +1,14 @@
 """Letter ciphers and sign alphabets an instruction can be spelled in: a Caesar shift of any
-size, Atbash, Morse code, Braille and the NATO spelling alphabet (red-team tools ship each as a
-converter).
+size, Atbash, Morse code, Braille, the NATO spelling alphabet, and an acrostic (red-team tools
+ship each as a converter).
 
 Each has a cheap sign before any work. A Caesar or Atbash text is Latin text whose letters are
 not a language's: ``e t a o i n`` make about 40% of the letters of English, German, French,
 Spanish or Italian prose, much less once the alphabet is shifted or mirrored; only then are
 the shifts whose letter counts come closest to English's tried. Morse code needs
 dots and dashes side by side, Braille its own block of Unicode, NATO spelling ``echo`` (the
-``e`` any English instruction has) and six code words among the text's words.
+``e`` any English instruction has) and six code words among the text's words, an acrostic
+eight lines or more of one word each.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from operator import mul
 from string import ascii_lowercase, ascii_uppercase
 
-__all__ = ["braille", "morse", "nato", "substitutions"]
+__all__ = ["acrostic", "braille", "morse", "nato", "substitutions"]
 
 _ATBASH = str.maketrans(
     ascii_lowercase + ascii_uppercase, ascii_lowercase[::-1] + ascii_uppercase[::-1]
@@ -134,3 +135,44 @@ def nato(clean: str, words: list[str]) -> list[str]:
         )
         for run in _NATO_RUN_RE.findall(clean)
     ]
+
+
+_ACROSTIC_LINES = 8
+_ACROSTIC_WORD = 24
+_ACROSTIC_SPACES = frozenset("\u2014\u2013-_/|")
+"""A line of only one of these is a space between the acrostic's words."""
+
+
+def acrostic(clean: str) -> list[str]:
+    """What the first characters of a list's lines spell, read top to bottom (PyRIT's
+    ``AcrosticConverter``: ``Harbor / Island / — / Temple ...`` is ``HI T...``). A run of at
+    least eight lines of one short word each is read, in a text whose lines are 24 characters
+    long or less on average (the instruction above the list included). A line of a dash alone
+    is a space, ``␠`` with a code point another whitespace character. What they spell is left
+    to the rules and the learned layer, which a shopping list's initials do not trouble."""
+    lines = clean.count("\n")
+    if lines < _ACROSTIC_LINES or lines * _ACROSTIC_WORD < len(clean):  # prose's lines are long
+        return []
+    out = []
+    run: list[str] = []
+    for line in [*clean.split("\n"), ""]:
+        word = line.strip()
+        if word and len(word) <= _ACROSTIC_WORD and " " not in word:
+            run.append(word)
+            continue
+        if len(run) >= _ACROSTIC_LINES:
+            out.append("".join(map(_initial, run)))
+        run = []
+    return out
+
+
+def _initial(word: str) -> str:
+    if set(word) <= _ACROSTIC_SPACES:
+        return " "
+    if word[0] == "\u2420":
+        try:
+            code = chr(int(word[1:], 16))
+        except (OverflowError, ValueError):
+            return word[0]
+        return code if code.isspace() else word[0]
+    return word[0]

@@ -3,15 +3,15 @@
 An instruction encoded as ``aWdub3JlIGFsbC...`` passes every phrase rule; decoded, it does not.
 The encodings are the ones red-team tools apply (PyRIT's converters, promptfoo's and spikee's
 strategies): base64 and base32, hex, binary octets, URL escapes, HTML character references,
-``\\u`` escapes, quoted-printable, Morse code, Braille and NATO spelling (:mod:`.ciphers`),
-and transforms of the whole text: reversed, ROT13, any other Caesar shift and Atbash. (Text
-smuggled in invisible characters is read by :func:`~.normalisation.smuggled`, before they are
-removed.) Only blobs of 16+ characters that decode to mostly readable UTF-8 count, at most
-``MAX_BLOBS`` candidates per text are tried (decoy blobs cannot cost unbounded work), and the
-whole-text transforms are tried only on text whose words are not words: fewer than one in five
-of its Latin words is a common English one, and the transform makes at least one in four so.
-Typographic quotes, dashes and ellipses (a word processor's or a phone keyboard's) do not make
-a text non-Latin.
+``\\u`` escapes, quoted-printable, UUencode, Morse code, Braille, NATO spelling and acrostics
+(:mod:`.ciphers`), and transforms of the whole text: reversed, ROT13, any other Caesar shift and
+Atbash. (Text smuggled in invisible characters is read by :func:`~.normalisation.smuggled`,
+before they are removed.) Only blobs of 16+ characters that decode to mostly readable UTF-8
+count, at most ``MAX_BLOBS`` candidates per text are tried (decoy blobs cannot cost unbounded
+work), and the whole-text transforms are tried only on text whose words are not words: fewer
+than one in five of its Latin words is a common English one, and the transform makes at least
+one in four so. Typographic quotes, dashes and ellipses (a word processor's or a phone
+keyboard's) do not make a text non-Latin.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from operator import methodcaller
 
-from .ciphers import braille, morse, nato, substitutions
+from .ciphers import acrostic, braille, morse, nato, substitutions
 
 __all__ = ["MAX_BLOBS", "blobs"]
 
@@ -47,6 +47,10 @@ _BASE32_RE = re.compile(r"(?<![A-Z2-7=])[A-Z2-7]{16,}={0,6}")
 _URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
 _UNICODE_ESCAPE_RE = re.compile(r"\\u([0-9A-Fa-f]{4})")
 _QUOTED_PRINTABLE_RE = re.compile(r"=[0-9A-F]{2}")
+_UU_LINE_RE = re.compile(r"^[!-M][ -`]{11,}$", re.M)
+"""A line UUencode could have written: a length character, then its alphabet (no lowercase)."""
+_UU_TOKEN_RE = re.compile(r"(?<!\S)[!-M][!-`]{15,}(?!\S)")
+"""A long token such a line holds (a zero among its bits is a space, which may split it)."""
 _REFERENCE_RE = re.compile(r"&#(?:[xX]([0-9A-Fa-f]{1,6})|([0-9]{1,7}));")
 _TYPOGRAPHIC = str.maketrans(
     dict.fromkeys("\u2018\u2019\u201a\u201b", "'")
@@ -205,6 +209,31 @@ def _quoted_printable(clean: str) -> list[str]:
     return []
 
 
+def _uudecoded(clean: str) -> list[str]:
+    """The text's UUencoded lines, decoded: each line one or more encoded chunks, each opened
+    by its length (``&:6=N;W)E`` is ``ignore``). PyRIT's ``BinAsciiConverter`` encodes word by
+    word and joins the chunks with nothing, so the chunks of a line are read as words; a
+    ``uuencode`` file's lines are 45 bytes each and read as one stream. A line that does not
+    parse to its end (a ``begin 644`` header, prose in capitals) is left out."""
+    lines = []
+    for match in _UU_LINE_RE.finditer(clean):
+        line, at, chunks = match.group().rstrip(), 0, []
+        while at < len(line):
+            size = (ord(line[at]) - 32) & 0o77
+            end = at + 1 + (size + 2) // 3 * 4
+            if not 0 < size <= 45 or end > len(line) + 3:  # a chunk's trailing pads may go
+                break
+            try:
+                chunks.append(binascii.a2b_uu(line[at:end]))
+            except binascii.Error:
+                break
+            at = end
+        if chunks and at >= len(line):
+            lines.append(b" ".join(chunks) if len(chunks) > 1 else chunks[0])
+    text = _printable(b"".join(lines)) if lines else None
+    return [text] if text is not None else []
+
+
 def _dereferenced(clean: str) -> list[str]:
     """The text with its numeric HTML character references decoded, when three or more of them
     are letters: pages escape quotes and symbols that way, not letters, unless the letters are
@@ -224,11 +253,11 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
     """Readable texts hidden in ``clean`` by an encoding or transform, at most ``MAX_BLOBS``.
 
     Cheap signs come first, in C: a blob is one whitespace-free token of 16+ characters
-    (base64, base32, unbroken hex), spaced hex or binary needs digits (every byte of hex-encoded
-    text has one), URL escapes need ``%``, NATO spelling ``Echo`` (its ``e``). Prose has none
-    of them, and pays for a ``split`` and a count of its digits. ``words``: the words of an
-    ASCII ``clean`` in lower case (its normal form, split), when the caller has them; their
-    lengths are those of its words.
+    (base64, base32, unbroken hex, a UUencoded line), spaced hex or binary needs digits (every
+    byte of hex-encoded text has one), URL escapes need ``%``, NATO spelling ``Echo`` (its
+    ``e``), an acrostic eight lines. Prose has none of them, and pays for a ``split`` and a
+    count of its digits. ``words``: the words of an ASCII ``clean`` in lower case (its normal
+    form, split), when the caller has them; their lengths are those of its words.
     """
     tokens = clean.split() if words is None else words
     digits = _digits(clean)
@@ -245,6 +274,8 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
         found += _quoted_printable(clean)
     if ".-" in clean or "-." in clean:
         found += morse(clean)
+    if "\n" in clean:
+        found += acrostic(clean)
     if "echo" in clean or "Echo" in clean or "ECHO" in clean:  # e, in any instruction spelled
         found += nato(clean, tokens)
     if not clean.isascii():
@@ -264,6 +295,8 @@ def _decoded(clean: str, tokens: list[str], digits: int) -> Iterator[str]:
     long_tokens = " ".join(token for token in tokens if len(token) >= 16)
     sources: list[Iterable[tuple[str, Callable[[str], str | None]]]] = []
     if long_tokens:
+        if _UU_TOKEN_RE.search(long_tokens):
+            yield from _uudecoded(clean)
         hexed = _HEX_PREFIX_RE.sub(r"\1", long_tokens) if digits >= 8 else long_tokens
         sources += [
             ((m.group(), _decode_base64) for m in _B64_RE.finditer(long_tokens)),
