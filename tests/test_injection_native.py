@@ -3,10 +3,11 @@
 ``learned.Model`` sums a text's word, n-gram and pair weights in C where the install compiled
 the extension, and in Python where it could not. Both must give the same value for every
 text: checked here on every row of the public corpora of ``tests/data`` (texts nobody here
-wrote, in fourteen languages and several scripts, long enough to be read in windows) under
-both shipped models, and on generated words and weights (hypothesis), where every feature a
-word has is in the table. Under CI the extension must have been built: a failed build would
-otherwise leave every test here comparing Python with itself.
+wrote, in fourteen languages and several scripts, long enough to be read in windows), each
+under one of the two shipped models in turn, and on generated words and weights
+(hypothesis), where every feature a word has is in the table. Under CI the extension must
+have been built: a failed build would otherwise leave every test here comparing Python with
+itself.
 """
 
 from __future__ import annotations
@@ -57,15 +58,15 @@ def test_the_c_part_is_built_under_ci() -> None:
 @pytest.mark.parametrize("reader", ["user", "tool"])
 def test_c_and_python_sum_every_public_text_alike(reader: Reader) -> None:
     in_c, in_python = _models(reader)
-    texts = _public_texts()
+    texts = _public_texts()[reader == "tool" :: 2]  # half each: every text under one model
     windowed = 0
     for text in texts:
         norm = fold(clean(text))
         words = learned.tokens(norm)
         windowed += len(words) > in_c.window
         assert in_c.logit(norm, words) == pytest.approx(in_python.logit(norm, words), abs=1e-9)
-    assert len(texts) > 30_000
-    assert windowed > 1_000  # long texts, read in windows, are among them
+    assert len(texts) > 15_000
+    assert windowed > 500  # long texts, read in windows, are among them
 
 
 @native
@@ -141,3 +142,5 @@ def test_bad_arguments_are_refused() -> None:
         table.best([], 4)
     with pytest.raises(ValueError):
         table.best(["a"], 0)
+    with pytest.raises(RuntimeError):
+        type(table).__new__(type(table)).best(["a"], 1)

@@ -301,6 +301,10 @@ static PyObject *table_best(TableObject *self, PyObject *args) {
     PyObject *list;
     Py_ssize_t size;
     if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &list, &size)) return NULL;
+    if (self->slots == NULL || self->cache == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Table.__init__ was not called");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(list);
     if (n == 0 || size < 1) {
         PyErr_SetString(PyExc_ValueError, "no words, or a window of no words");
