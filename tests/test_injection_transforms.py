@@ -106,3 +106,17 @@ def test_a_list_of_one_word_lines_is_read_down_and_left_alone(text: str) -> None
     """Read down, a list gives its initials; a list is everyday text, its initials are not
     an instruction, and neither is flagged."""
     assert score_text(text).score < 0.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Configure AbstractSingletonProxyFactoryBean before the context starts.",
+        "Token: TWVldGluZyBtb3ZlZCB0byBUaHVyc2RheSBhdCB0ZW4sIGJyaW5nIHRoZSBxdWFydGVybHkgcmVwb3J0",
+        "Our wiki page is HowToRequestParentalLeaveInTheNewPortal, ask HR",
+    ],
+)
+def test_camel_cased_names_read_apart_are_left_alone(text: str) -> None:
+    """Class names and wiki titles run words together as camelCase does; read apart they are
+    ordinary words (and base64, which mixes digits into its letters, stays whole)."""
+    assert score_text(text).score < 0.5

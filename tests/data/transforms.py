@@ -14,6 +14,7 @@ import base64
 import binascii
 import codecs
 import json
+import re
 import string
 import urllib.parse
 from collections.abc import Callable
@@ -194,6 +195,21 @@ def _acrostic(text: str) -> str:
     return f"{_ACROSTIC_INSTRUCTION}\n\n" + "\n".join(lines)
 
 
+def _camel_case(text: str) -> str:
+    """promptfoo's ``toCamelCase``: words split on whitespace, the first lower-cased, each
+    other capitalised (the rest of it lower-cased), punctuation after a word kept, all joined
+    with nothing."""
+    out = []
+    for index, word in enumerate(text.strip().split()):
+        match = re.match(r"([a-zA-Z0-9]+)(.*)$", word, re.S)
+        if match is None:
+            out.append(word)
+            continue
+        base, rest = match.groups()
+        out.append((base.lower() if index == 0 else base[:1].upper() + base[1:].lower()) + rest)
+    return "".join(out)
+
+
 def _morse(text: str) -> str:
     return " / ".join(
         " ".join(_MORSE[c] for c in word if c in _MORSE) for word in text.lower().split()
@@ -232,4 +248,5 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "superscript": lambda t: t.translate(_SUPERSCRIPT),  # PyRIT SuperscriptConverter
     "bidi-override": lambda t: f"\u202e{t}\u202c",  # PyRIT BidiConverter (its default)
     "json-string": lambda t: json.dumps(t)[1:-1],  # PyRIT JsonStringConverter
+    "camelcase": _camel_case,  # promptfoo camelcase (src/redteam/strategies/otherEncodings.ts)
 }

@@ -3,15 +3,15 @@
 An instruction encoded as ``aWdub3JlIGFsbC...`` passes every phrase rule; decoded, it does not.
 The encodings are the ones red-team tools apply (PyRIT's converters, promptfoo's and spikee's
 strategies): base64 and base32, hex, binary octets, URL escapes, HTML character references,
-``\\u`` escapes, quoted-printable, UUencode, Morse code, Braille, NATO spelling and acrostics
-(:mod:`.ciphers`), and transforms of the whole text: reversed, ROT13, any other Caesar shift and
-Atbash. (Text smuggled in invisible characters is read by :func:`~.normalisation.smuggled`,
-before they are removed.) Only blobs of 16+ characters that decode to mostly readable UTF-8
-count, at most ``MAX_BLOBS`` candidates per text are tried (decoy blobs cannot cost unbounded
-work), and the whole-text transforms are tried only on text whose words are not words: fewer
-than one in five of its Latin words is a common English one, and the transform makes at least
-one in four so. Typographic quotes, dashes and ellipses (a word processor's or a phone
-keyboard's) do not make a text non-Latin.
+``\\u`` escapes, quoted-printable, UUencode, words run together in camelCase, Morse code,
+Braille, NATO spelling and acrostics (:mod:`.ciphers`), and transforms of the whole text:
+reversed, ROT13, any other Caesar shift and Atbash. (Text smuggled in invisible characters is
+read by :func:`~.normalisation.smuggled`, before they are removed.) Only blobs of 16+ characters
+that decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per text are tried
+(decoy blobs cannot cost unbounded work), and the whole-text transforms are tried only on text
+whose words are not words: fewer than one in five of its Latin words is a common English one,
+and the transform makes at least one in four so. Typographic quotes, dashes and ellipses (a word
+processor's or a phone keyboard's) do not make a text non-Latin.
 """
 
 from __future__ import annotations
@@ -51,6 +51,14 @@ _UU_LINE_RE = re.compile(r"^[!-M][ -`]{11,}$", re.M)
 """A line UUencode could have written: a length character, then its alphabet (no lowercase)."""
 _UU_TOKEN_RE = re.compile(r"(?<!\S)[!-M][!-`]{15,}(?!\S)")
 """A long token such a line holds (a zero among its bits is a space, which may split it)."""
+_CAMEL_RE = re.compile(r"(?<=[^\sA-Z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CAMEL_WORD_RE = re.compile(
+    r"[^A-Za-z0-9]*(?:[A-Z]?[a-z]+(?:['\u2019][a-z]+)*|[A-Z]+|[0-9]+)[^A-Za-z0-9]*"
+)
+_CAMEL_TOKEN = 24
+"""Words run together in camelCase (promptfoo's ``camelcase`` strategy: ``ignoreAllPrevious...``)
+are read apart in a token of this many characters or more, when a word starts at four or more
+capitals and nearly every piece is a word."""
 _REFERENCE_RE = re.compile(r"&#(?:[xX]([0-9A-Fa-f]{1,6})|([0-9]{1,7}));")
 _TYPOGRAPHIC = str.maketrans(
     dict.fromkeys("\u2018\u2019\u201a\u201b", "'")
@@ -234,6 +242,29 @@ def _uudecoded(clean: str) -> list[str]:
     return [text] if text is not None else []
 
 
+def _uncamelled(clean: str, tokens: list[str]) -> list[str]:
+    """The text with its camelCased tokens read apart (``ignoreAllPreviousInstructions`` as
+    ``ignore All Previous Instructions``, ``IMade`` as ``I Made``): tokens of 24 characters or
+    more, split before each capital that follows anything but a capital or a space, and before
+    the last of a run of capitals that a lower-case letter follows, where at least four splits
+    give pieces of which four in five are words (so base64, whose pieces mix digits into
+    letters, stays whole)."""
+    found = False
+    for token in tokens:
+        if len(token) < _CAMEL_TOKEN or token.islower():
+            continue
+        pieces = _CAMEL_RE.split(token)
+        if len(pieces) < 5:
+            continue
+        words = sum(1 for piece in pieces if _CAMEL_WORD_RE.fullmatch(piece))
+        if words >= 0.8 * len(pieces):
+            found = True
+            break
+    if not found:
+        return []
+    return [_CAMEL_RE.sub(" ", clean)]
+
+
 def _dereferenced(clean: str) -> list[str]:
     """The text with its numeric HTML character references decoded, when three or more of them
     are letters: pages escape quotes and symbols that way, not letters, unless the letters are
@@ -262,8 +293,12 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
     tokens = clean.split() if words is None else words
     digits = _digits(clean)
     found: list[str] = []
-    if digits >= 8 or (tokens and max(map(len, tokens)) >= 16):
-        found += _decoded(clean, tokens if words is None else clean.split(), digits)
+    longest = max(map(len, tokens)) if tokens else 0
+    if digits >= 8 or longest >= 16:
+        split = tokens if words is None else clean.split()
+        found += _decoded(clean, split, digits)
+        if longest >= _CAMEL_TOKEN:
+            found += _uncamelled(clean, split)
     if "%" in clean:
         found += _unescaped(clean)
     if "&#" in clean:
