@@ -130,9 +130,7 @@ def copied(into: Path) -> Path:
         tree / "agent_executor",
         ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"),
     )
-    if (tree / NATIVE_SOURCE).exists():
-        build_native(str(tree))
-    return tree
+    return _built(tree)
 
 
 def unpack(revision: str, into: Path, paths: tuple[str, ...] = ("agent_executor",)) -> Path:
@@ -152,6 +150,11 @@ def unpack(revision: str, into: Path, paths: tuple[str, ...] = ("agent_executor"
         raw.seek(0)
         with tarfile.open(fileobj=raw) as tar:
             tar.extractall(tree, filter="data")
+    return _built(tree)
+
+
+def _built(tree: Path) -> Path:
+    """``tree``, with the guard's C part compiled in it if it has one (as an install would)."""
     if (tree / NATIVE_SOURCE).exists():
         build_native(str(tree))
     return tree

@@ -249,20 +249,18 @@ def _uncamelled(clean: str, tokens: list[str]) -> list[str]:
     the last of a run of capitals that a lower-case letter follows, where at least four splits
     give pieces of which four in five are words (so base64, whose pieces mix digits into
     letters, stays whole)."""
-    found = False
-    for token in tokens:
-        if len(token) < _CAMEL_TOKEN or token.islower():
-            continue
-        pieces = _CAMEL_RE.split(token)
-        if len(pieces) < 5:
-            continue
-        words = sum(1 for piece in pieces if _CAMEL_WORD_RE.fullmatch(piece))
-        if words >= 0.8 * len(pieces):
-            found = True
-            break
-    if not found:
-        return []
-    return [_CAMEL_RE.sub(" ", clean)]
+    if any(_camel_cased(token) for token in tokens):
+        return [_CAMEL_RE.sub(" ", clean)]
+    return []
+
+
+def _camel_cased(token: str) -> bool:
+    if len(token) < _CAMEL_TOKEN or token.islower():
+        return False
+    pieces = _CAMEL_RE.split(token)
+    if len(pieces) < 5:
+        return False
+    return sum(1 for piece in pieces if _CAMEL_WORD_RE.fullmatch(piece)) >= 0.8 * len(pieces)
 
 
 def _dereferenced(clean: str) -> list[str]:
