@@ -22,7 +22,9 @@ from agent_executor import (
     ToolStartEvent,
     tool,
 )
+from agent_executor._engine.gate import ConcurrencyGate
 from agent_executor.models.scripted import Pause, call, text_turn, tool_turn
+from agent_executor.observability import Metrics
 
 from .helpers import collect, make_executor, sample, strip_timing
 
@@ -377,3 +379,32 @@ def test_retry_delays_back_off_exponentially_and_honour_retry_after() -> None:
     assert 8.0 <= retry_delay(policy, 10, None) <= 8.5
     assert retry_delay(policy, 1, ModelError("429", retry_after=5.0)) == 5.0
     assert retry_delay(policy, 1, ModelError("429", retry_after=60.0)) == 8.0
+
+
+async def test_a_newcomer_starts_after_the_waiter_a_release_handed_its_permit(
+    registry: CollectorRegistry,
+) -> None:
+    """Two permits come free in one step of the loop: the first goes to the run that waited,
+    the second to a newcomer arriving in that same step. The newcomer must not start first:
+    the waiter has its permit but has not run since it was handed over."""
+    gate = ConcurrencyGate(2, max_queue=None, queue_timeout=None, metrics=Metrics(registry))
+    holders = [gate.permit(), gate.permit()]
+    for holder in holders:
+        await holder.__aenter__()
+    started: list[str] = []
+
+    async def waiter() -> None:
+        async with gate.permit():
+            started.append("waited")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter)
+        await anyio.wait_all_tasks_blocked()
+        assert sample(registry, "agent_executor_queued_requests") == 1
+        for holder in holders:  # no await between these and the newcomer's permit
+            await holder.__aexit__(None, None, None)
+        async with gate.permit():
+            started.append("newcomer")
+
+    assert started == ["waited", "newcomer"]
+    assert sample(registry, "agent_executor_in_flight_requests") == 0

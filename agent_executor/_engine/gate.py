@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import anyio
+import anyio.lowlevel
 
 from ..errors import ErrorCode
 from ..observability import Metrics
@@ -47,6 +48,11 @@ class ConcurrencyGate:
             self._limiter.acquire_on_behalf_of_nowait(borrower)
         except anyio.WouldBlock:
             await self._wait(borrower)
+        else:
+            if self._queued:
+                # Waiters were handed their permits but have not run since: let them go
+                # first, or this newcomer would start before runs that queued before it.
+                await anyio.lowlevel.cancel_shielded_checkpoint()
         self._metrics.in_flight.inc()
 
     def _release(self, borrower: object) -> None:

@@ -1,7 +1,10 @@
 """Overload: ``max_concurrency=8`` and 200 requests at once through the service.
 
-The model takes ~50 ms per run, so the 200 runs need ~1.25 s of capacity; with
-``queue_timeout=0.6`` s the queue cannot drain in time. Every request must either be served
+The model takes ~250 ms per run, so the 200 runs need ~6 s of capacity; with
+``queue_timeout=0.6`` s the queue cannot drain in time, even when the client, slowed by a busy
+machine, needs seconds to get its 200 requests out (at 50 ms per run, 0.6 s of capacity served
+96 runs, and on a loaded machine that was every request that had arrived by then: none was
+refused and the test could not tell). Every request must either be served
 (and the served ones in the order they joined the queue: FIFO) or be refused with
 ``overloaded`` (503, on the stream too: the queue timeout comes before the first heartbeat)
 after having waited the queue timeout; nothing else may fail, the permits and
@@ -53,10 +56,10 @@ class Arrivals(Hook):
         self.order.append(ctx.command.user_prompt)
 
 
-class FiftyMillisecondModel:
-    """Answers after ~50 ms; records the order in which runs got a permit and called it."""
+class QuarterSecondModel:
+    """Answers after ~250 ms; records the order in which runs got a permit and called it."""
 
-    name = "fifty-ms"
+    name = "quarter-second"
 
     def __init__(self) -> None:
         self.served: list[str] = []
@@ -69,9 +72,9 @@ class FiftyMillisecondModel:
         self._in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
         try:
-            await anyio.sleep(0.025)
+            await anyio.sleep(0.125)
             yield ModelChunk(text=f"answer to {prompt} ")
-            await anyio.sleep(0.025)
+            await anyio.sleep(0.125)
             yield ModelChunk(text="done", finish_reason="stop")
         finally:
             self._in_flight -= 1
@@ -81,7 +84,7 @@ class FiftyMillisecondModel:
 @pytest.mark.parametrize("path", ["/api/chat", "/api/chat/stream"])
 async def test_overload_serves_in_order_or_refuses_with_overloaded(path: str) -> None:
     registry = CollectorRegistry()
-    arrivals, model = Arrivals(), FiftyMillisecondModel()
+    arrivals, model = Arrivals(), QuarterSecondModel()
     executor = AgentExecutor(
         model=model,
         hooks=[arrivals],
