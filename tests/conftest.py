@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,33 @@ from .redis_server import RedisServer, redis_server
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
+
+
+MAX_WORKERS = 4
+"""Worker processes ``-n auto`` starts at most (pyproject.toml's ``addopts``)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker per core, at most :data:`MAX_WORKERS`.
+
+    Most of the suite's time is tests waiting on the services, browsers and servers they
+    start, so two workers on CI's two cores take about two thirds of the time of one. Each
+    worker starts its own Redis, Prometheus, Chromium and services, so a large machine is not
+    given dozens. ``-n 0`` runs the suite in one process, as it ran before.
+    """
+    if hasattr(os, "sched_getaffinity"):  # the cores this process may use (Linux)
+        return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+
+
+LONGEST_FIRST = ("test_injection_learned.py", "test_openapi_schemathesis.py")
+"""Modules that take minutes (retraining the learned layer four times; schemathesis), put
+first so that a worker starts on them while the other takes the rest: handed out in the
+order tests are collected, one starting last would keep a worker busy after the other is done."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: else as found
 
 
 @pytest.fixture
