@@ -210,6 +210,29 @@ def _camel_case(text: str) -> str:
     return "".join(out)
 
 
+def _pig_latin(text: str) -> str:
+    """promptfoo's ``toPigLatin``: words split on single spaces; a word's last run of letters
+    and digits (``([a-zA-Z0-9]+)([^a-zA-Z0-9]*)$``, what comes before it dropped) gains ``way``
+    if it starts with a vowel, else has the letters before its first vowel moved to its end
+    and ``ay`` added (``ay`` alone without a vowel); the punctuation after it is kept."""
+    out = []
+    for word in text.split(" "):
+        match = re.search(r"([a-zA-Z0-9]+)([^a-zA-Z0-9]*)$", word)
+        if match is None and not re.match(r"[a-zA-Z]", word):
+            out.append(word)
+            continue
+        base, punctuation = match.groups() if match else (word, "")
+        if not re.match(r"[a-zA-Z]", base):
+            out.append(word)
+        elif base[0] in "aeiouAEIOU":
+            out.append(base + "way" + punctuation)
+        else:
+            vowel = re.search(r"[aeiou]", base, re.IGNORECASE)
+            at = len(base) if vowel is None else vowel.start()
+            out.append(base[at:] + base[:at] + "ay" + punctuation)
+    return " ".join(out)
+
+
 def _morse(text: str) -> str:
     return " / ".join(
         " ".join(_MORSE[c] for c in word if c in _MORSE) for word in text.lower().split()
@@ -249,4 +272,5 @@ TRANSFORMS: dict[str, Callable[[str], str]] = {
     "bidi-override": lambda t: f"\u202e{t}\u202c",  # PyRIT BidiConverter (its default)
     "json-string": lambda t: json.dumps(t)[1:-1],  # PyRIT JsonStringConverter
     "camelcase": _camel_case,  # promptfoo camelcase (src/redteam/strategies/otherEncodings.ts)
+    "piglatin": _pig_latin,  # promptfoo piglatin (the same file's toPigLatin)
 }

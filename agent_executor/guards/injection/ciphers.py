@@ -17,7 +17,7 @@ import re
 from operator import mul
 from string import ascii_lowercase, ascii_uppercase
 
-__all__ = ["acrostic", "braille", "morse", "nato", "substitutions"]
+__all__ = ["acrostic", "braille", "morse", "nato", "pig_latin", "pig_latin_share", "substitutions"]
 
 _ATBASH = str.maketrans(
     ascii_lowercase + ascii_uppercase, ascii_lowercase[::-1] + ascii_uppercase[::-1]
@@ -176,3 +176,46 @@ def _initial(word: str) -> str:
             return word[0]
         return code if code.isspace() else word[0]
     return word[0]
+
+
+_PIG_WORD_RE = re.compile(r"[A-Za-z0-9]+")
+_PUNCTUATION = ".,;:!?\"')]}"
+_VOWELS = "aeiou"
+_CONSONANTS = "bcdfghjklmnpqrstvwxyz"
+
+
+def pig_latin_share(words: list[str]) -> float:
+    """The share of ``words`` (in lower case) that end in ``ay``, as nearly every word does in
+    Pig Latin (``ignoreway allway eviouspray``) and few do in any language."""
+    ends = (word.rstrip(_PUNCTUATION) for word in words)
+    return sum(1 for word in ends if len(word) > 3 and word.endswith("ay")) / len(words)
+
+
+def pig_latin(text: str, known: frozenset[str]) -> str:
+    """``text`` read back from Pig Latin, word by word, in lower case (promptfoo's ``piglatin``
+    strategy: a word that starts with a vowel gains ``way``; any other has the consonants
+    before its first vowel moved to its end, then ``ay``). Where the moved consonants begin is
+    not written (``eviouspray`` is ``previous``, not ``sprevious``): the first reading that
+    is a ``known`` word is taken, in this order: the word before ``way`` (``allway``), then
+    one consonant moved back, two, and so on (``owhay`` is ``how`` before ``who``). With no
+    known reading, the first is taken: most English words start with a vowel or with one
+    consonant. Words that start with a consonant and end in ``ay`` are English already
+    (``today``) and stay, but for those with no vowel but ``y`` (``myay`` is ``my``)."""
+    return _PIG_WORD_RE.sub(lambda match: _unpigged(match.group(), known), text)
+
+
+def _unpigged(word: str, known: frozenset[str]) -> str:
+    lower = word.lower()
+    if len(lower) < 3 or not lower.endswith("ay"):
+        return word
+    stem = lower[:-2]
+    if lower[0] not in _VOWELS:  # a word with no vowel but y (``myay``) only had ``ay`` added
+        return stem if "y" in stem and not stem.strip(_CONSONANTS) else word
+    moved = len(stem) - len(stem.rstrip(_CONSONANTS))
+    readings = [stem[-k:] + stem[:-k] for k in range(1, moved + 1)]
+    if lower.endswith("way"):  # a word that started with a vowel, or with a w
+        readings.insert(0, lower[:-3])
+    for reading in readings:
+        if reading in known:
+            return reading
+    return readings[0] if readings else word  # ``ideaay`` was not written by the strategy

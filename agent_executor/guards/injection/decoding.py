@@ -5,13 +5,13 @@ The encodings are the ones red-team tools apply (PyRIT's converters, promptfoo's
 strategies): base64 and base32, hex, binary octets, URL escapes, HTML character references,
 ``\\u`` escapes, quoted-printable, UUencode, words run together in camelCase, Morse code,
 Braille, NATO spelling and acrostics (:mod:`.ciphers`), and transforms of the whole text:
-reversed, ROT13, any other Caesar shift and Atbash. (Text smuggled in invisible characters is
-read by :func:`~.normalisation.smuggled`, before they are removed.) Only blobs of 16+ characters
-that decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per text are tried
-(decoy blobs cannot cost unbounded work), and the whole-text transforms are tried only on text
-whose words are not words: fewer than one in five of its Latin words is a common English one,
-and the transform makes at least one in four so. Typographic quotes, dashes and ellipses (a word
-processor's or a phone keyboard's) do not make a text non-Latin.
+reversed, ROT13, any other Caesar shift, Atbash and Pig Latin. (Text smuggled in invisible
+characters is read by :func:`~.normalisation.smuggled`, before they are removed.) Only blobs of
+16+ characters that decode to mostly readable UTF-8 count, at most ``MAX_BLOBS`` candidates per
+text are tried (decoy blobs cannot cost unbounded work), and the whole-text transforms are
+tried only on text whose words are not words: fewer than one in five of its Latin words is a
+common English one, and the transform makes at least one in four so. Typographic quotes,
+dashes and ellipses (a word processor's or a phone keyboard's) do not make a text non-Latin.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from operator import methodcaller
 
-from .ciphers import acrostic, braille, morse, nato, substitutions
+from .ciphers import acrostic, braille, morse, nato, pig_latin, pig_latin_share, substitutions
 
 __all__ = ["MAX_BLOBS", "blobs"]
 
@@ -138,6 +138,11 @@ def _common_share(text: str, words: list[str] | None = None) -> float:
     return sum(map(_COMMON.__contains__, words)) / len(words) if words else 0.0
 
 
+_PIG_LATIN_SHARE = 0.5
+"""A text is read back from Pig Latin when at least this share of its words end in ``ay``."""
+_Vocabulary = Callable[[], frozenset[str]]
+"""What gives the words a decoder may prefer among its readings (called once it needs them)."""
+
 _TRANSFORMS: tuple[Callable[[str], str], ...] = (
     lambda text: text[::-1],
     lambda text: codecs.encode(text, "rot13"),
@@ -145,7 +150,9 @@ _TRANSFORMS: tuple[Callable[[str], str], ...] = (
 )
 
 
-def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
+def _transformed(
+    clean: str, words: list[str] | None = None, known: _Vocabulary | None = None
+) -> list[str]:
     """The text reversed, in ROT13 or another letter cipher, if it is Latin text that reads
     far better that way.
 
@@ -174,17 +181,25 @@ def _transformed(clean: str, words: list[str] | None = None) -> list[str]:
     needed = max(0.25, 2 * share)
     if typographic:
         head = head.translate(_TYPOGRAPHIC)
-    for transform in _candidates(head, share):
+    for transform in _candidates(head, share, lowered, known):
         if _common_share(transform(head)) >= needed:
             return [transform(clean.translate(_TYPOGRAPHIC) if typographic else clean)]
     return []
 
 
-def _candidates(head: str, share: float) -> Iterator[Callable[[str], str]]:
-    """The transforms worth trying on ``head``, in turn: the reversal, and unless a tenth of
-    its words are common already, ROT13 and the letter ciphers :mod:`.ciphers` picks for it
-    (worked out only if the others fail)."""
+def _candidates(
+    head: str, share: float, lowered: list[str], known: _Vocabulary | None
+) -> Iterator[Callable[[str], str]]:
+    """The transforms worth trying on ``head`` (``lowered``: its words in lower case), in
+    turn: the reversal, Pig Latin read back where half its words end in ``ay`` (with the words
+    ``known`` gives, else the common ones), and unless a tenth of its words are common
+    already, ROT13 and the letter ciphers :mod:`.ciphers` picks for it (worked out only if
+    the others fail)."""
     yield _TRANSFORMS[0]
+    ays = head.count("ay") + head.count("AY")  # counted in C: most texts stop here
+    if ays >= _PIG_LATIN_SHARE * len(lowered) and pig_latin_share(lowered) >= _PIG_LATIN_SHARE:
+        vocabulary = _COMMON if known is None else known()
+        yield lambda text: pig_latin(text, vocabulary)
     if share < 0.1:
         yield from _TRANSFORMS[1:]
         for table in substitutions(head):
@@ -278,7 +293,9 @@ def _dereferenced(clean: str) -> list[str]:
     return []
 
 
-def blobs(clean: str, words: list[str] | None = None) -> list[str]:
+def blobs(
+    clean: str, words: list[str] | None = None, known: _Vocabulary | None = None
+) -> list[str]:
     """Readable texts hidden in ``clean`` by an encoding or transform, at most ``MAX_BLOBS``.
 
     Cheap signs come first, in C: a blob is one whitespace-free token of 16+ characters
@@ -286,7 +303,9 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
     byte of hex-encoded text has one), URL escapes need ``%``, NATO spelling ``Echo`` (its
     ``e``), an acrostic eight lines. Prose has none of them, and pays for a ``split`` and a
     count of its digits. ``words``: the words of an ASCII ``clean`` in lower case (its normal
-    form, split), when the caller has them; their lengths are those of its words.
+    form, split), when the caller has them; their lengths are those of its words. ``known``
+    gives the words a reading that is not written (where Pig Latin's moved consonants
+    began) may be: the common English ones without it.
     """
     tokens = clean.split() if words is None else words
     digits = _digits(clean)
@@ -313,7 +332,7 @@ def blobs(clean: str, words: list[str] | None = None) -> list[str]:
         found += nato(clean, tokens)
     if not clean.isascii():
         found += braille(clean)
-    return found + _transformed(clean, words if len(clean) <= 600 else None)
+    return found + _transformed(clean, words if len(clean) <= 600 else None, known)
 
 
 def _digits(clean: str) -> int:

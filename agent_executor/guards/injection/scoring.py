@@ -182,7 +182,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
         result.follow = bool(FOLLOW_RE.search(near_words))
     _obfuscated_readings(result, text, cleaned, norm)
     if depth < _MAX_DEPTH:
-        result.decoded = blobs(cleaned, norm.split() if plain_ascii else None)
+        result.decoded = blobs(cleaned, norm.split() if plain_ascii else None, _known_words)
         for decoded in result.decoded:
             inner = _analyse(decoded, depth + 1)
             for category, weight in _merged(inner).items():
