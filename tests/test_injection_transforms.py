@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor.guards.injection.ciphers import pig_latin
+from agent_executor.guards.injection.ciphers import pig_latin, pig_latin_share
 from agent_executor.guards.injection.decoding import blobs
 from agent_executor.guards.injection.scoring import score_text
 
@@ -133,6 +133,9 @@ def test_pig_latin_reads_back_where_the_moved_consonants_began() -> None:
     known = frozenset(plain.replace(",", "").split()) | {"who", "sprevious"}
     assert pig_latin(encoded, known) == plain
     assert pig_latin("Myay opstay!", frozenset()) == "my tops!"  # nothing known: one moved
+    assert pig_latin_share(encoded.split()) == 1.0
+    assert pig_latin_share(["say", "one", "way", "or", "another", "day"]) == 0.0  # too short
+    assert pig_latin_share([]) == 0.0
 
 
 @pytest.mark.parametrize(

@@ -187,6 +187,8 @@ _CONSONANTS = "bcdfghjklmnpqrstvwxyz"
 def pig_latin_share(words: list[str]) -> float:
     """The share of ``words`` (in lower case) that end in ``ay``, as nearly every word does in
     Pig Latin (``ignoreway allway eviouspray``) and few do in any language."""
+    if not words:
+        return 0.0
     ends = (word.rstrip(_PUNCTUATION) for word in words)
     return sum(1 for word in ends if len(word) > 3 and word.endswith("ay")) / len(words)
 
