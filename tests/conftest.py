@@ -32,8 +32,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     given dozens. ``-n 0`` runs the suite in one process, as it ran before.
     """
     if hasattr(os, "sched_getaffinity"):  # the cores this process may use (Linux)
-        return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
-    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores))
 
 
 LONGEST_FIRST = ("test_injection_learned.py", "test_openapi_schemathesis.py")
