@@ -43,7 +43,8 @@ __all__ = [
 
 
 class ServiceErrorCode(str, Enum):
-    """Codes of errors the service answers before (or without) a run."""
+    """Codes of errors the service answers before (or without) a run; and ``cancelled``,
+    which ends the stream of a run the service stopped (an ``error`` event, never a status)."""
 
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
@@ -51,6 +52,7 @@ class ServiceErrorCode(str, Enum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     CONFLICT = "conflict"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    CANCELLED = "cancelled"
 
 
 STATUS_BY_CODE: dict[str, int] = {

@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from agent_executor import AgentExecutor
 from server import Settings, create_app
+from server.runs import RunRelay
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,9 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 async def serve(
     executor_or_agents: AgentExecutor | Mapping[str, AgentExecutor],
     settings: Settings | None = None,
+    relay: RunRelay | None = None,
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app on a real 127.0.0.1 socket, and an httpx client pointed at it."""
-    server = TestServer(create_app(executor_or_agents, settings), host="127.0.0.1")
+    app = create_app(executor_or_agents, settings, relay=relay)
+    server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     try:
         async with httpx.AsyncClient(base_url=str(server.make_url("")), timeout=10) as client:

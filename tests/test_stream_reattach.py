@@ -251,6 +251,94 @@ async def test_an_explicit_stop_cancels_at_once() -> None:
     assert again.status_code == 204
 
 
+async def test_a_stop_ends_every_reader_with_cancelled_and_done() -> None:
+    """The client that started the run and one re-attached beside it are both told why
+    their stream ends: an ``error`` (``cancelled``) and ``done``, not a silent end."""
+    refund = Refund()
+    executor = refunding(refund)
+    run_ids: list[str] = []
+    ended: dict[str, list[dict[str, str]]] = {}
+
+    async def read(name: str, method: str, url: str, **request: Any) -> None:
+        async with client.stream(method, url, **request) as response:
+            run_ids.append(response.headers["x-run-id"])
+            ended[name] = parse((await response.aread()).decode())
+
+    with anyio.fail_after(10):
+        async with serve(executor, FAST) as client, anyio.create_task_group() as readers:
+            first = {"message": "refund 5", "events": "json"}
+            readers.start_soon(lambda: read("first", "POST", "/api/chat/stream", json=first))
+            while not refund.runs:
+                await anyio.sleep(0.01)
+            run = run_ids[0]
+            readers.start_soon(lambda: read("again", "GET", f"/api/runs/{run}/events"))
+            while len(run_ids) < 2:
+                await anyio.sleep(0.01)
+            stop = await client.delete(f"/api/runs/{run}")
+
+    assert stop.json() == {"run_id": run, "stopped": True}
+    assert sorted(ended) == ["again", "first"]
+    for events in ended.values():
+        assert [e["event"] for e in events] == ["message", "tool_start", "error", "done"]
+        assert json.loads(events[2]["data"])["code"] == "cancelled"
+        assert json.loads(events[3]["data"])["finish_reason"] == "error"
+    assert refund.cancelled.is_set()
+
+
+class _SlowRelay:
+    """A relay whose question "does a client read this run on another replica?" waits for
+    the test: the moment between a grace running out and the run being cancelled."""
+
+    def __init__(self) -> None:
+        self.asked = anyio.Event()
+        self.answer = anyio.Event()
+
+    def mirror(self, run: object, dialect: str, stop: object) -> None:
+        pass
+
+    async def has_reader(self, run_id: str) -> bool:
+        self.asked.set()
+        await self.answer.wait()
+        return False
+
+    async def find(self, run_id: str) -> None:
+        return None
+
+    async def run_of_session(self, user_id: str | None, session_id: str) -> None:
+        return None
+
+    async def stop(self, run_id: str) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_client_back_as_the_grace_runs_out_keeps_the_run() -> None:
+    refund = Refund()
+    executor = refunding(refund)
+    relay = _SlowRelay()
+    settings = Settings(heartbeat_seconds=0.1, reattach_grace_seconds=0.2)
+
+    async with serve(executor, settings, relay=relay) as client:
+        async with cut_after(client, "tool_start", json={"message": "refund 5"}) as first:
+            pass
+        with anyio.fail_after(5):
+            await relay.asked.wait()  # the grace is over; the run is about to be cancelled
+        headers = {"Last-Event-ID": first[-1]["id"]}
+        async with client.stream("POST", "/api/chat/stream", headers=headers) as again:
+            relay.answer.set()  # nobody reads it elsewhere: but this client is back
+            await anyio.sleep(0.1)
+            refund.gate.set()
+            rest = parse((await again.aread()).decode())
+
+    assert again.status_code == 200
+    assert text(first) + text(rest) == "Checking \n\nDone with it."
+    assert rest[-1]["event"] == "done"
+    assert not refund.cancelled.is_set()
+    assert refund.runs == 1
+
+
 async def test_a_finished_run_is_kept_for_the_window_then_forgotten() -> None:
     executor = make_executor(["Hello there."])
     settings = Settings(heartbeat_seconds=0.1, replay_window_seconds=0.3)

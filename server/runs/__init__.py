@@ -2,8 +2,8 @@
 the hub that keeps each run for its client to come back (:mod:`.hub`), and the runs of other
 replicas (:mod:`.relay`; in Redis: :mod:`.redis`, imported only with ``--redis-url``)."""
 
-from .hub import LiveRun, RunHub, RunRelay
+from .hub import STOPPED, LiveRun, RunHub, RunRelay
 from .log import EventLog, LogReader
 from .relay import RemoteRun
 
-__all__ = ["EventLog", "LiveRun", "LogReader", "RemoteRun", "RunHub", "RunRelay"]
+__all__ = ["STOPPED", "EventLog", "LiveRun", "LogReader", "RemoteRun", "RunHub", "RunRelay"]

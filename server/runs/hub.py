@@ -24,16 +24,24 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agent_executor import AgentEvent, EventStream
+from agent_executor import AgentEvent, DoneEvent, ErrorEvent, EventStream
 
 from ..dialects import Encoder
 from ..dialects.registry import EncoderAt, encoder_at
+from ..errors import ServiceErrorCode
 from .log import EventLog, LogReader
 from .relay import RemoteRun
 
-__all__ = ["LiveRun", "RunHub", "RunRelay"]
+__all__ = ["STOPPED", "LiveRun", "RunHub", "RunRelay"]
 
 logger = logging.getLogger("server.runs")
+
+STOPPED = ErrorEvent(
+    code=ServiceErrorCode.CANCELLED.value, message="the run was stopped before it finished"
+)
+"""The error that ends the stream of every client reading a run the service stopped (an
+explicit stop, or nobody back within the grace), followed by ``done``: a stream ends with
+``done`` unless its connection is lost."""
 
 
 @dataclass(eq=False, slots=True)
@@ -228,7 +236,7 @@ class RunHub:
             run._timer = None
         if run.events is not None:
             await run.events.aclose()
-        run.log.close()
+        run.log.close(STOPPED, DoneEvent("error", None, [], 0.0))
         self._remove(run)
 
     async def stop_all(self) -> int:
@@ -281,10 +289,16 @@ class RunHub:
 
     async def _abandon(self, run: LiveRun) -> None:
         """Cancel a run nobody came back to, unless a client reads it on another replica
-        (then look again after another grace period)."""
+        (then look again after another grace period) or came back here since the grace
+        ended (its request ran before this task did, or while the relay was asked)."""
         if self.relay is not None and await self.relay.has_reader(run.run_id):
             loop = asyncio.get_running_loop()
             run._timer = loop.call_later(self.grace_seconds, self._abandoned, run)
+            return
+        if run.readers or run.stopped:
+            return
+        if run.log.done:
+            self._finish(run)
             return
         logger.info("run %s: no client came back within %.0f s", run.run_id, self.grace_seconds)
         await self.stop(run)

@@ -217,9 +217,13 @@ class EventLog:
             self._waiter = asyncio.get_running_loop().create_future()
         await asyncio.shield(self._waiter)
 
-    def close(self) -> None:
-        """Wake every reader: nothing more will come (the run ended without its ``done``)."""
+    def close(self, *last: AgentEvent) -> None:
+        """Wake every reader: nothing more will come. ``last``: the events that end a run
+        stopped before its ``done`` (its readers are told why), kept unless the run's own
+        ``done`` came first."""
         self.compact()
+        if last and not self._done:
+            self._fold(list(last))
         self._done = True
         self._source = None
         waiter, self._waiter = self._waiter, None

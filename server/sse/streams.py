@@ -22,7 +22,7 @@ from agent_executor.observability import Metrics
 from ..dialects import Encoder
 from ..dialects.framing import SSE_HEADERS
 from ..keys import REQUEST_ID
-from ..runs import LiveRun, RemoteRun, RunHub
+from ..runs import STOPPED, LiveRun, RemoteRun, RunHub
 
 __all__ = ["SHUTTING_DOWN", "SSEWriter", "StreamMonitor", "Streams", "first_event"]
 
@@ -57,6 +57,24 @@ async def first_event(
         await events.aclose()
         raise
     return task, _refusal(task)
+
+
+async def _end_unfinished(
+    writer: SSEWriter, run: LiveRun | RemoteRun | None, duration_ms: float
+) -> None:
+    """Close a stream whose events ended before ``done`` with the client still there: at
+    shutdown (``overloaded``), or because the service stopped its run (``cancelled``; a
+    re-attached client reads that from the run's log)."""
+    if writer.done_sent or writer.disconnected or writer.slow_reader:
+        return
+    if writer.stopped:
+        error = SHUTTING_DOWN
+    elif isinstance(run, LiveRun) and run.stopped:
+        error = STOPPED
+    else:
+        return
+    await writer.send(error)
+    await writer.send(DoneEvent("error", None, [], duration_ms))
 
 
 def _settle(task: asyncio.Task[AgentEvent] | None) -> None:
@@ -344,7 +362,7 @@ class Streams:
             writer.after_write = run.log.settle
         self._opened(writer, run)
         try:
-            await self._stream(writer, events, before, first)
+            await self._stream(writer, events, before, first, run)
         except ConnectionResetError:
             writer.disconnected = True
         finally:
@@ -359,15 +377,18 @@ class Streams:
         """Answer ``request`` with ``run``'s events from ``start`` on: those it missed at
         once, then each as it comes, until ``done`` (nothing of the run happens again)."""
         encoder = run.encoder(start)
-        response = await self._prepare(request, encoder, None)
+        self.runs.attach(run)  # before the headers: the grace must not end while they go out
+        try:
+            response = await self._prepare(request, encoder, None)
+        except BaseException:
+            self.runs.detach(run)
+            raise
         writer = SSEWriter(request, response, encoder, self._heartbeat, self._write_timeout)
-        self._opened(writer, run)
+        self._opened(writer)
         reader = run.reader(start)
         try:
             await writer.pump(reader)
-            if writer.stopped and not writer.done_sent and not writer.disconnected:
-                await writer.send(SHUTTING_DOWN)
-                await writer.send(DoneEvent("error", None, [], 0.0))
+            await _end_unfinished(writer, run, 0.0)
         except ConnectionResetError:
             writer.disconnected = True
         finally:
@@ -433,15 +454,13 @@ class Streams:
         events: Events,
         before: AgentEvent | None,
         first: asyncio.Future[AgentEvent] | None,
+        run: LiveRun | None,
     ) -> None:
         started = time.perf_counter()
         if before is not None:
             await writer.send(before)
         await writer.pump(events, first)
-        if writer.stopped and not writer.done_sent and not writer.disconnected:
-            await writer.send(SHUTTING_DOWN)
-            duration_ms = round((time.perf_counter() - started) * 1000, 3)
-            await writer.send(DoneEvent("error", None, [], duration_ms))
+        await _end_unfinished(writer, run, round((time.perf_counter() - started) * 1000, 3))
 
     def _opened(self, writer: SSEWriter, run: LiveRun | RemoteRun | None = None) -> None:
         if run is not None:

@@ -70,7 +70,9 @@ def summary(run: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.timeout(150)
-def test_schemathesis_finds_no_server_error(app: ThreadedApp, tmp_path: Path) -> None:
+def test_schemathesis_finds_no_server_error_and_no_schema_violation(
+    app: ThreadedApp, tmp_path: Path
+) -> None:
     run = schemathesis(
         app,
         tmp_path,
@@ -78,6 +80,7 @@ def test_schemathesis_finds_no_server_error(app: ThreadedApp, tmp_path: Path) ->
         "status_code_conformance",
         "content_type_conformance",
         "response_headers_conformance",
+        "response_schema_conformance",
         "negative_data_rejection",
         "unsupported_method",
         "missing_required_header",
@@ -87,14 +90,6 @@ def test_schemathesis_finds_no_server_error(app: ThreadedApp, tmp_path: Path) ->
     print(summary(run))
     assert run.returncode == 0, summary(run)
     assert "passed" in run.stdout
-
-
-@pytest.mark.timeout(150)
-def test_schemathesis_finds_no_schema_violation(app: ThreadedApp, tmp_path: Path) -> None:
-    run = schemathesis(app, tmp_path, "response_schema_conformance")
-
-    print(summary(run))
-    assert run.returncode == 0, summary(run)
 
 
 @pytest.mark.parametrize(
