@@ -6,8 +6,10 @@ with real service processes and a real redis-server.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -81,11 +83,25 @@ def test_the_rest_of_a_run_comes_from_the_replica_it_runs_on(
 
 
 def test_a_stop_sent_to_another_replica_stops_the_run(replicas: list[str]) -> None:
+    """The run goes on on ``a``; its client re-attached through ``b``; a stop sent to ``b``
+    cancels it on ``a``, and the client reading it on ``b`` is told so (``cancelled``, then
+    ``done``)."""
     a, b = replicas
-    with httpx.Client(timeout=20) as client:
+    with httpx.Client(timeout=20) as client, ThreadPoolExecutor(1) as pool:
         first = until_tool_start(client, a)
         run = first[-1]["id"].split(":")[0]
+        attached = threading.Event()
+
+        def read_on_b() -> list[dict[str, str]]:
+            headers = {"Last-Event-ID": first[-1]["id"]}
+            with client.stream("POST", f"{b}/api/chat/stream", headers=headers) as response:
+                attached.set()
+                return parse(response.read().decode())
+
+        rest = pool.submit(read_on_b)
+        assert attached.wait(5)
         stop = client.delete(f"{b}/api/runs/{run}")
+        ended = rest.result(timeout=10)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             metrics = client.get(f"{a}/metrics").text
@@ -96,6 +112,8 @@ def test_a_stop_sent_to_another_replica_stops_the_run(replicas: list[str]) -> No
     assert stop.status_code == 200
     assert stop.json() == {"run_id": run, "stopped": True}
     assert 'agent_executor_requests_total{mode="stream",outcome="cancelled"} 1.0' in metrics
+    assert [e["event"] for e in ended] == ["error", "done"]
+    assert ended[0]["data"] == "the run was stopped before it finished"
 
 
 def test_no_key_is_left_behind_after_the_window(
