@@ -7,6 +7,7 @@ import base64
 import json
 import logging
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -761,3 +762,19 @@ def test_no_word_rule_makes_a_space_optional_or_repeated() -> None:
     bad = [p for p in patterns if re.search(r"\\s\+[?*{]", p)]
 
     assert bad == []
+
+
+def test_the_rules_are_compiled_by_the_first_guard_not_by_the_import() -> None:
+    """``import agent_executor`` does not compile the rules (over half a second) for a guard
+    it may never build; ``InjectionGuard()`` does, so that no request waits for them."""
+    program = (
+        "import agent_executor\n"
+        "from agent_executor.guards.injection import rules\n"
+        "print(rules.rule_set.cache_info().currsize)\n"
+        "agent_executor.InjectionGuard()\n"
+        "print(rules.rule_set.cache_info().currsize)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["0", "1"]

@@ -29,6 +29,7 @@ from ..base import ScreenVerdict, user_texts
 from .learned import Reader
 from .learned import load as load_model
 from .normalisation import window
+from .rules import rule_set
 from .scoring import MAX_SCAN_CHARS, InjectionScore, score_text
 
 __all__ = [
@@ -220,9 +221,10 @@ class InjectionGuard:
         self.max_scan_chars = max_scan_chars
         self.learned = learned
         self._verdicts = _Verdicts(cache_size) if cache_size else None
+        # Compile the rules and read the weights now (over half a second, once per
+        # process), not in the first user's request or the first tool result.
+        rule_set()
         if learned:
-            # Read the weights now (tens of milliseconds, once per process), not in the first
-            # user's request or the first tool result.
             load_model("user")
             load_model("tool")
 

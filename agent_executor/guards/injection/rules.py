@@ -1,4 +1,4 @@
-"""The phrase rules of the injection score, read from ``rules.json`` once at import.
+"""The phrase rules of the injection score, read from ``rules.json`` once, on first use.
 
 The rules are data, not code: the table is what grows with every new attack phrasing, and it
 reads best as patterns alone, without the code that runs them. ``rules.json`` says how its
@@ -6,6 +6,11 @@ entries are written (its ``about``); this module joins, expands and compiles the
 them on a text: the word rules only where :class:`~.word_gate.WordGate` says the words they
 need occur, and only at the words they can start with; the rules of the punctuated text only
 when :class:`~.literal_gate.LiteralGate` finds the strings they need.
+
+Compiling the rules and their gates takes over half a second, so it waits for the first
+:func:`rule_set` (``InjectionGuard()`` asks for it, ``score_text`` on its first text):
+``import agent_executor`` does not pay for a guard it may never build. The tables are also
+module attributes (``RULES``, ``WORD_GATE``, ...), built on first access.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from typing import Any, Final, TypeAlias
 
@@ -23,20 +29,12 @@ from .normalisation import normalise
 from .word_gate import WordGate
 
 __all__ = [
-    "COMPACT",
-    "COMPACT_GATE",
-    "FOLLOW_RE",
-    "NORM_GATE",
-    "NORM_RULES",
-    "QUESTION_RE",
-    "RULES",
     "RULES_FILE",
-    "TOPIC_RE",
-    "WORD_GATE",
-    "WORD_RULES",
     "Rule",
+    "RuleSet",
     "match_compact",
     "match_rules",
+    "rule_set",
     "words",
 ]
 
@@ -101,40 +99,93 @@ def _load() -> dict[str, Any]:
     return data
 
 
-_DATA = _load()
-_expand = _expander(_DATA["fragments"])
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The compiled rules and the gates that pick which of them run on a text."""
 
-RULES: Final = tuple(
-    _rule(entry, _expand) for section in _DATA["sections"] for entry in section["rules"]
-)
-"""Every phrase rule, in file order."""
-WORD_RULES: Final = tuple(rule for rule in RULES if rule.on_words)
-NORM_RULES: Final = tuple(rule for rule in RULES if not rule.on_words and not rule.non_latin)
-SCRIPT_RULES: Final = tuple(rule for rule in RULES if rule.non_latin)
-"""Rules written in another script than Latin: never run on an ASCII text."""
-SCRIPT_GATE: Final = LiteralGate([rule.pattern for rule in SCRIPT_RULES])
-WORD_GATE: Final = WordGate([rule.pattern for rule in WORD_RULES])
-"""Picks the word rules worth running from the words of a text (most texts need few or none)."""
-NORM_GATE: Final = LiteralGate([rule.pattern for rule in NORM_RULES])
-"""Picks the rules of the normalised view worth running from the strings they need."""
-NORM_STARTS: Final = WordGate([rule.pattern for rule in NORM_RULES])
-"""Where each rule of the normalised view can start (those that start with a word), read off
-the words view: a picked rule is tried there instead of at every character of a long text."""
+    rules: tuple[Rule, ...]
+    """Every phrase rule, in file order."""
+    word_rules: tuple[Rule, ...]
+    norm_rules: tuple[Rule, ...]
+    script_rules: tuple[Rule, ...]
+    """Rules written in another script than Latin: never run on an ASCII text."""
+    script_gate: LiteralGate
+    word_gate: WordGate
+    """Picks the word rules worth running from the words of a text (most texts need few or
+    none)."""
+    norm_gate: LiteralGate
+    """Picks the rules of the normalised view worth running from the strings they need."""
+    norm_starts: WordGate
+    """Where each rule of the normalised view can start (those that start with a word), read
+    off the words view: a picked rule is tried there instead of at every character of a long
+    text."""
+    compact: tuple[tuple[str, float, re.Pattern[str]], ...]
+    """Key phrases matched in the letters-only text (catches ``i g n o r e``,
+    ``i.g.n.o.r.e``)."""
+    compact_gate: LiteralGate
+    topic_re: re.Pattern[str]
+    """Text *about* injection (questions, code, research) rather than an attempt at it."""
+    question_re: re.Pattern[str]
+    follow_re: re.Pattern[str]
+    """A request to act on what was quoted: cancels the discount for discussion."""
 
-COMPACT: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = tuple(
-    (entry["category"], float(entry["weight"]), re.compile(_expand(entry["letters"])))
-    for entry in _DATA["compact"]
-)
-"""Key phrases matched in the letters-only text (catches ``i g n o r e``, ``i.g.n.o.r.e``)."""
-COMPACT_GATE: Final = LiteralGate([pattern for _, _, pattern in COMPACT])
 
-TOPIC_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["topic"])))
-"""Text *about* injection (questions, code, research) rather than an attempt at it."""
-QUESTION_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["question"])))
-FOLLOW_RE: Final = re.compile(words(*map(_expand, _DATA["cues"]["follow"])))
-"""A request to act on what was quoted: cancels the discount for discussion."""
+@cache
+def rule_set() -> RuleSet:
+    """The rules of ``rules.json``, compiled once per process."""
+    data = _load()
+    expand = _expander(data["fragments"])
+    rules = tuple(
+        _rule(entry, expand) for section in data["sections"] for entry in section["rules"]
+    )
+    word_rules = tuple(rule for rule in rules if rule.on_words)
+    norm_rules = tuple(rule for rule in rules if not rule.on_words and not rule.non_latin)
+    script_rules = tuple(rule for rule in rules if rule.non_latin)
+    compact = tuple(
+        (entry["category"], float(entry["weight"]), re.compile(expand(entry["letters"])))
+        for entry in data["compact"]
+    )
+    cues = data["cues"]
+    return RuleSet(
+        rules=rules,
+        word_rules=word_rules,
+        norm_rules=norm_rules,
+        script_rules=script_rules,
+        script_gate=LiteralGate([rule.pattern for rule in script_rules]),
+        word_gate=WordGate([rule.pattern for rule in word_rules]),
+        norm_gate=LiteralGate([rule.pattern for rule in norm_rules]),
+        norm_starts=WordGate([rule.pattern for rule in norm_rules]),
+        compact=compact,
+        compact_gate=LiteralGate([pattern for _, _, pattern in compact]),
+        topic_re=re.compile(words(*map(expand, cues["topic"]))),
+        question_re=re.compile(words(*map(expand, cues["question"]))),
+        follow_re=re.compile(words(*map(expand, cues["follow"]))),
+    )
 
-del _DATA
+
+_ATTRIBUTES: Final = {
+    "RULES": "rules",
+    "WORD_RULES": "word_rules",
+    "NORM_RULES": "norm_rules",
+    "SCRIPT_RULES": "script_rules",
+    "SCRIPT_GATE": "script_gate",
+    "WORD_GATE": "word_gate",
+    "NORM_GATE": "norm_gate",
+    "NORM_STARTS": "norm_starts",
+    "COMPACT": "compact",
+    "COMPACT_GATE": "compact_gate",
+    "TOPIC_RE": "topic_re",
+    "QUESTION_RE": "question_re",
+    "FOLLOW_RE": "follow_re",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``RULES``, ``WORD_GATE``, ...: the fields of :func:`rule_set` (built on first access)."""
+    field_name = _ATTRIBUTES.get(name)
+    if field_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(rule_set(), field_name)
 
 
 def match_rules(
@@ -142,29 +193,34 @@ def match_rules(
 ) -> Iterator[tuple[str, float, int, int]]:
     """``(category, weight, start, end)`` of every rule match in a text's two views
     (``split``: the words of ``words_text``, if the caller has them)."""
-    tokens = WORD_GATE.tokens(words_text, split)
-    for index in WORD_GATE.runnable(tokens):
-        rule = WORD_RULES[index]
-        for match in WORD_GATE.finditer(index, tokens):
+    rules = rule_set()
+    word_gate, word_rules = rules.word_gate, rules.word_rules
+    tokens = word_gate.tokens(words_text, split)
+    for index in word_gate.runnable(tokens):
+        rule = word_rules[index]
+        for match in word_gate.finditer(index, tokens):
             yield rule.category, rule.weight, match.start(), match.end()
     norm_tokens = None  # made for the first picked rule: most texts pick none
-    for index in NORM_GATE.candidates(norm):
-        rule = NORM_RULES[index]
+    norm_starts = rules.norm_starts
+    for index in rules.norm_gate.candidates(norm):
+        rule = rules.norm_rules[index]
         if norm_tokens is None:
-            norm_tokens = NORM_STARTS.tokens(words_text, split)
-        for match in NORM_STARTS.finditer(index, norm_tokens, norm):
+            norm_tokens = norm_starts.tokens(words_text, split)
+        for match in norm_starts.finditer(index, norm_tokens, norm):
             yield rule.category, rule.weight, match.start(), match.end()
     if norm.isascii():  # the rules in other scripts cannot match
         return
-    for index in SCRIPT_GATE.candidates(norm):
-        rule = SCRIPT_RULES[index]
+    for index in rules.script_gate.candidates(norm):
+        rule = rules.script_rules[index]
         for match in rule.pattern.finditer(norm):
             yield rule.category, rule.weight, match.start(), match.end()
 
 
 def match_compact(letters: str) -> Iterator[tuple[str, float]]:
     """``(category, weight)`` of every compact rule found in a letters-only text."""
-    for index in COMPACT_GATE.candidates(letters):
-        category, weight, pattern = COMPACT[index]
+    rules = rule_set()
+    compact = rules.compact
+    for index in rules.compact_gate.candidates(letters):
+        category, weight, pattern = compact[index]
         if pattern.search(letters):
             yield category, weight

@@ -71,7 +71,7 @@ from .normalisation import (
     window,
     words_view,
 )
-from .rules import FOLLOW_RE, QUESTION_RE, RULES, TOPIC_RE, match_compact, match_rules
+from .rules import match_compact, match_rules, rule_set
 from .views import readings
 
 __all__ = ["DISCUSSION_FACTOR", "HIDDEN_BOOST", "MAX_SCAN_CHARS", "InjectionScore", "score_text"]
@@ -177,9 +177,10 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
             result.all_quoted = False
     if result.plain:
         near_words, near_norm = _near(words, found), _near(norm, found)
-        result.topic = bool(TOPIC_RE.search(near_words))
-        result.question = "?" in near_norm and bool(QUESTION_RE.search(near_words))
-        result.follow = bool(FOLLOW_RE.search(near_words))
+        rules = rule_set()
+        result.topic = bool(rules.topic_re.search(near_words))
+        result.question = "?" in near_norm and bool(rules.question_re.search(near_words))
+        result.follow = bool(rules.follow_re.search(near_words))
     _obfuscated_readings(result, text, cleaned, norm)
     if depth < _MAX_DEPTH:
         result.decoded = blobs(cleaned, norm.split() if plain_ascii else None, _known_words)
@@ -222,7 +223,7 @@ def _known_words() -> frozenset[str]:
     stop the rules reading an override spelled in leet."""
     from_rules = (
         word
-        for rule in RULES
+        for rule in rule_set().rules
         for word in _RULE_WORD_RE.findall(_ESCAPE_RE.sub(" ", rule.pattern.pattern))
     )
     from_model = (
