@@ -31,6 +31,7 @@ figure is measured with a threshold that never saw it either.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import multiprocessing
@@ -428,25 +429,35 @@ def acceptance(rows: Sequence[Row], workers: int | None = None) -> dict[str, flo
     """The figures ``tests/test_injection_learned.py`` holds, each on data its model never saw.
 
     Four retrains: the forum templates (``HELD_OUT``) and one indirect-injection publisher
-    kept out whole, and one fold of benign authors for each reader. They are independent and
-    liblinear uses one core, so they run in ``workers`` processes (one per core, at most four):
-    on CI's two cores the test takes about half as long.
+    kept out whole, and one fold of benign authors for each reader. liblinear uses one core,
+    so with ``workers`` of 2 or more (the default on two cores or more) each reader's two run
+    in a process of their own: a process computes the features of its reader's window size
+    once, where a shared pool had both processes compute both sizes (on two quiet cores:
+    150 s of CPU against 215, 100 s against 112 of wall time; the features are most of a
+    retrain).
     """
-    jobs: list[tuple[str, str, Reader]] = [  # the longest first (about 47, 28, 19 and 13 s)
+    jobs: list[tuple[str, str, Reader]] = [  # the longest first in each reader
         ("indirect (injecagent) kept out", "injecagent", "tool"),
-        (f"forum templates ({HELD_OUT}) kept out", HELD_OUT, "user"),
         ("tool results: benign flagged, unseen authors", "", "tool"),
+        (f"forum templates ({HELD_OUT}) kept out", HELD_OUT, "user"),
         ("messages: benign flagged, unseen authors", "", "user"),
     ]
-    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    workers = workers or min(2, os.cpu_count() or 1)
     if workers == 1:
         return {title: _figure(rows, source, reader) for title, source, reader in jobs}
     context = multiprocessing.get_context("spawn")  # no fork of a process that may run threads
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_keep_rows, initargs=(list(rows),)
-    ) as pool:
+    with contextlib.ExitStack() as stack:
+        pools = {
+            reader: stack.enter_context(
+                ProcessPoolExecutor(
+                    1, mp_context=context, initializer=_keep_rows, initargs=(list(rows),)
+                )
+            )
+            for reader in ("tool", "user")
+        }
         futures = {
-            title: pool.submit(_figure_of_kept, source, reader) for title, source, reader in jobs
+            title: pools[reader].submit(_figure_of_kept, source, reader)
+            for title, source, reader in jobs
         }
         return {title: future.result() for title, future in futures.items()}
 
