@@ -6,6 +6,7 @@ with real service processes and a real redis-server.
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -164,3 +165,29 @@ def test_the_ai_sdk_resumes_a_chat_on_another_replica(replicas: list[str]) -> No
         c.get("delta", "") for c in chunks if c["type"] == "text-delta"
     )
     assert nobody.status_code == 204
+
+
+@pytest.mark.timeout(90)
+def test_a_reader_on_another_replica_is_told_when_the_runs_replica_dies(
+    redis_srv: RedisServer,
+) -> None:
+    """Replica ``a`` is killed while a client reads its run through ``b``: once the run's
+    lease in Redis runs out (10 s), ``b`` ends the stream with ``unavailable`` and ``done``
+    (before, it sent heartbeats for the run's longest possible life, an hour, then ended
+    without a word)."""
+    args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
+    env = {"SLOW_TOOL_SECONDS": "120"}
+    with (
+        service_process(*args, env=env) as (process_a, a),
+        service_process(*args, env=env) as (_, b),
+        httpx.Client(timeout=30) as client,
+    ):
+        first = until_tool_start(client, a)
+        headers = {"Last-Event-ID": first[-1]["id"]}
+        with client.stream("POST", f"{b}/api/chat/stream", headers=headers) as response:
+            process_a.send_signal(signal.SIGKILL)
+            process_a.wait(10)
+            ended = parse(response.read().decode())
+
+    assert [e["event"] for e in ended] == ["error", "done"]
+    assert ended[0]["data"] == "the replica running the run went away before it finished"

@@ -4,6 +4,15 @@ replicas (:mod:`.relay`; in Redis: :mod:`.redis`, imported only with ``--redis-u
 
 from .hub import STOPPED, LiveRun, RunHub, RunRelay
 from .log import EventLog, LogReader
-from .relay import RemoteRun
+from .relay import REPLICA_GONE, RemoteRun
 
-__all__ = ["STOPPED", "EventLog", "LiveRun", "LogReader", "RemoteRun", "RunHub", "RunRelay"]
+__all__ = [
+    "REPLICA_GONE",
+    "STOPPED",
+    "EventLog",
+    "LiveRun",
+    "LogReader",
+    "RemoteRun",
+    "RunHub",
+    "RunRelay",
+]

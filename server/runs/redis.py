@@ -7,9 +7,12 @@ One stream per run, ``<prefix>run:<id>``, whose entry ids are the events' positi
 ``<prefix>run:<id>:meta`` (the user, the dialect, where ``done`` is). The replica running the run
 writes them from a task of the run's own (batched: one round trip for the events that came
 since the last), which also reads two keys other replicas set: ``:reader`` while a client reads
-the run there (the run is not abandoned), ``:stop`` for an explicit stop. Every key has a TTL:
-the run's longest possible life while it goes, the replay window once it is done, so nothing is
-left behind.
+the run there (the run is not abandoned), ``:stop`` for an explicit stop. Every key has a TTL,
+so nothing is left behind: the replay window once the run is done; while it goes, the stream
+and its hash hold a lease (``lease_seconds``) that the task renews at least once a second, so
+a replica that dies takes its runs with it within seconds, and a client reading one of them on
+another replica is told (``unavailable``) instead of waiting for the run's longest possible
+life.
 """
 
 from __future__ import annotations
@@ -46,9 +49,11 @@ class RedisRunRelay(RedisPart):
         running_ttl: float = 3600.0,
         window_seconds: float = 300.0,
         grace_seconds: float = 5.0,
+        lease_seconds: float = 10.0,
     ) -> None:
         super().__init__(redis, prefix=prefix)
         self.running_ttl = running_ttl
+        self.lease_seconds = lease_seconds
         self.window_seconds = window_seconds
         self.grace_seconds = grace_seconds
         self._tasks: set[asyncio.Task[None]] = set()
@@ -69,7 +74,7 @@ class RedisRunRelay(RedisPart):
         self, run: LiveRun, dialect: str, stop: Callable[[LiveRun], Awaitable[None]]
     ) -> None:
         stream, meta = self._keys(run.run_id)
-        ttl = int(self.running_ttl * 1000)
+        ttl = int(self.lease_seconds * 1000)
         sent = 0
         try:
             await self.redis.hset(

@@ -6,12 +6,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from agent_executor import AgentEvent
+from agent_executor import AgentEvent, ErrorCode, ErrorEvent
 
 from ..dialects import Encoder
 from ..dialects.registry import encoder_at
 
-__all__ = ["Reader", "RemoteRun"]
+__all__ = ["REPLICA_GONE", "Reader", "RemoteRun"]
+
+REPLICA_GONE = ErrorEvent(
+    code=ErrorCode.UNAVAILABLE.value,
+    message="the replica running the run went away before it finished",
+)
+"""The error that ends the stream of a client reading a run of another replica whose events
+stopped without ``done``: that replica died, or lost Redis, and its lease ran out."""
 
 
 class Reader(Protocol):

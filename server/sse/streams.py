@@ -22,7 +22,7 @@ from agent_executor.observability import Metrics
 from ..dialects import Encoder
 from ..dialects.framing import SSE_HEADERS
 from ..keys import REQUEST_ID
-from ..runs import STOPPED, LiveRun, RemoteRun, RunHub
+from ..runs import REPLICA_GONE, STOPPED, LiveRun, RemoteRun, RunHub
 
 __all__ = ["SHUTTING_DOWN", "SSEWriter", "StreamMonitor", "Streams", "first_event"]
 
@@ -63,14 +63,17 @@ async def _end_unfinished(
     writer: SSEWriter, run: LiveRun | RemoteRun | None, duration_ms: float
 ) -> None:
     """Close a stream whose events ended before ``done`` with the client still there: at
-    shutdown (``overloaded``), or because the service stopped its run (``cancelled``; a
-    re-attached client reads that from the run's log)."""
+    shutdown (``overloaded``), because the service stopped its run (``cancelled``; a
+    re-attached client reads that from the run's log), or because the replica running it went
+    away (``unavailable``)."""
     if writer.done_sent or writer.disconnected or writer.slow_reader:
         return
     if writer.stopped:
         error = SHUTTING_DOWN
     elif isinstance(run, LiveRun) and run.stopped:
         error = STOPPED
+    elif isinstance(run, RemoteRun):
+        error = REPLICA_GONE
     else:
         return
     await writer.send(error)
