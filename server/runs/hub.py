@@ -263,12 +263,18 @@ class RunHub:
         """The grace period passed: cancel the run if nobody came back (and it has not
         finished meanwhile, when it is kept for the window instead)."""
         run._timer = None
-        if run.readers:
-            return
+        if self._unread(run):
+            self._spawn(self._abandon(run))
+
+    def _unread(self, run: LiveRun) -> bool:
+        """Whether ``run`` still goes with nobody reading it here; a run that finished
+        meanwhile is kept for the window instead."""
+        if run.readers or run.stopped:
+            return False
         if run.log.done:
             self._finish(run)
-            return
-        self._spawn(self._abandon(run))
+            return False
+        return True
 
     def _spawn(self, work: Coroutine[object, None, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -295,10 +301,7 @@ class RunHub:
             loop = asyncio.get_running_loop()
             run._timer = loop.call_later(self.grace_seconds, self._abandoned, run)
             return
-        if run.readers or run.stopped:
-            return
-        if run.log.done:
-            self._finish(run)
+        if not self._unread(run):
             return
         logger.info("run %s: no client came back within %.0f s", run.run_id, self.grace_seconds)
         await self.stop(run)

@@ -163,29 +163,12 @@ def rule_set() -> RuleSet:
     )
 
 
-_ATTRIBUTES: Final = {
-    "RULES": "rules",
-    "WORD_RULES": "word_rules",
-    "NORM_RULES": "norm_rules",
-    "SCRIPT_RULES": "script_rules",
-    "SCRIPT_GATE": "script_gate",
-    "WORD_GATE": "word_gate",
-    "NORM_GATE": "norm_gate",
-    "NORM_STARTS": "norm_starts",
-    "COMPACT": "compact",
-    "COMPACT_GATE": "compact_gate",
-    "TOPIC_RE": "topic_re",
-    "QUESTION_RE": "question_re",
-    "FOLLOW_RE": "follow_re",
-}
-
-
 def __getattr__(name: str) -> Any:
-    """``RULES``, ``WORD_GATE``, ...: the fields of :func:`rule_set` (built on first access)."""
-    field_name = _ATTRIBUTES.get(name)
-    if field_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(rule_set(), field_name)
+    """``RULES``, ``WORD_GATE``, ...: the fields of :func:`rule_set`, upper-cased (built on
+    first access)."""
+    if name.isupper() and name.lower() in RuleSet.__dataclass_fields__:
+        return getattr(rule_set(), name.lower())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def match_rules(
