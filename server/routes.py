@@ -126,7 +126,10 @@ async def _reattach(request: web.Request, caller: Caller, last_event: str) -> we
     started either way."""
     runs = request.app[STATE].streams.runs
     run_id, _, position = last_event.rpartition(":")
-    run = await runs.locate(run_id) if run_id else None
+    try:
+        run = await runs.locate(run_id) if run_id else None
+    except StoreUnavailable as exc:  # the run may go on elsewhere: not a 204
+        return json_error(503, str(exc))
     user = caller.user_id(request.query.get("user_id") or None)
     if run is None or not run.belongs_to(user) or not position.isdigit() or run.overflowed:
         return web.Response(status=204)
@@ -139,7 +142,10 @@ async def _reattach(request: web.Request, caller: Caller, last_event: str) -> we
 async def run_events(request: web.Request) -> web.StreamResponse:
     """``GET /api/runs/{run_id}/events``: re-attach to a run, from its start or after the
     ``Last-Event-ID`` given; 404 for a run this service cannot place."""
-    run = await _own_run(request)
+    try:
+        run = await _own_run(request)
+    except StoreUnavailable as exc:
+        return json_error(503, str(exc))
     if run is None:
         return json_error(404, "no such run is kept: it is unknown, someone else's or expired")
     if run.overflowed:
@@ -152,15 +158,18 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 async def stop_run(request: web.Request) -> web.Response:
     """``DELETE /api/runs/{run_id}``: the client stops its run now (its tools included), on
     whichever replica it runs."""
-    run = await _own_run(request)
-    if run is None:
-        return json_error(404, "no such run is kept: it is unknown, someone else's or expired")
-    runs = request.app[STATE].streams.runs
-    going = run.done_at is None and not run.overflowed
-    if isinstance(run, LiveRun):
-        await runs.stop(run)
-    elif going and runs.relay is not None:
-        await runs.relay.stop(run.run_id)
+    try:
+        run = await _own_run(request)
+        if run is None:
+            return json_error(404, "no such run is kept: it is unknown, someone else's or expired")
+        runs = request.app[STATE].streams.runs
+        going = run.done_at is None and not run.overflowed
+        if isinstance(run, LiveRun):
+            await runs.stop(run)
+        elif going and runs.relay is not None:
+            await runs.relay.stop(run.run_id)
+    except StoreUnavailable as exc:
+        return json_error(503, str(exc))
     return web.json_response({"run_id": run.run_id, "stopped": going})
 
 

@@ -304,7 +304,10 @@ async def ui_resume(request: web.Request) -> web.StreamResponse:
     the chat's answer still in flight, from its start, then live; 204 when it has none."""
     streams = request.app[STATE].streams
     chat = request.match_info["chat_id"]
-    run = await streams.runs.locate_session(Caller.of(request).user, chat)
+    try:
+        run = await streams.runs.locate_session(Caller.of(request).user, chat)
+    except StoreUnavailable as exc:  # the answer may be in flight elsewhere: not a 204
+        return json_error(503, str(exc))
     if (
         run is None
         or run.done_at is not None

@@ -191,3 +191,71 @@ def test_a_reader_on_another_replica_is_told_when_the_runs_replica_dies(
 
     assert [e["event"] for e in ended] == ["error", "done"]
     assert ended[0]["data"] == "the replica running the run went away before it finished"
+
+
+@pytest.mark.timeout(90)
+def test_a_redis_restart_mid_run_costs_its_reader_on_another_replica_nothing(
+    redis_srv: RedisServer,
+) -> None:
+    """Redis goes away for two seconds and comes back empty (it keeps nothing on disk) while
+    the run goes on on ``a`` and its client reads it through ``b``. The client gets the whole
+    rest of the run and ``done``, and the run is not cancelled. Before, ``a`` stopped mirroring
+    at its first error, ``b``'s stream broke off without ``done``, and ``a`` cancelled the run
+    its client was still reading."""
+    args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
+    args += ("--reattach-grace", "0.5")
+    env = {"SLOW_TOOL_SECONDS": "4"}
+    with (
+        service_process(*args, env=env) as (_, a),
+        service_process(*args, env=env) as (_, b),
+        httpx.Client(timeout=30) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        first = until_tool_start(client, a)
+        attached = threading.Event()
+
+        def read_on_b() -> list[dict[str, str]]:
+            headers = {"Last-Event-ID": first[-1]["id"]}
+            with client.stream("POST", f"{b}/api/chat/stream", headers=headers) as response:
+                assert response.status_code == 200
+                attached.set()
+                return parse(response.read().decode())
+
+        rest = pool.submit(read_on_b)
+        assert attached.wait(10)
+        redis_srv.stop()
+        time.sleep(2.0)
+        redis_srv.start()
+        ended = rest.result(timeout=40)
+        whole = parse(client.post(f"{a}/api/chat/stream", json=QUESTION).text)
+        metrics = client.get(f"{a}/metrics").text
+
+    assert [e["event"] for e in ended][-1] == "done"
+    assert "error" not in [e["event"] for e in ended]
+    assert text(first) + text(ended) == text(whole)
+    assert 'agent_executor_requests_total{mode="stream",outcome="cancelled"} 0.0' in metrics
+    assert 'agent_executor_tool_calls_total{status="success",tool="get_weather"} 2.0' in metrics
+
+
+@pytest.mark.timeout(60)
+def test_a_re_attach_redis_cannot_answer_is_a_503_not_a_204(
+    replicas: list[str], redis_srv: RedisServer
+) -> None:
+    """With Redis down, a replica cannot tell whether another one still runs the run: it
+    answers 503 ``unavailable`` (try again), not 204, which would tell ``EventSource`` and
+    the AI SDK that the run is over."""
+    _, b = replicas
+    redis_srv.stop()
+    with httpx.Client(timeout=30) as client:
+        stream = client.post(
+            f"{b}/api/chat/stream", json=QUESTION, headers={"Last-Event-ID": "a-run:3"}
+        )
+        events = client.get(f"{b}/api/runs/a-run/events")
+        stop = client.delete(f"{b}/api/runs/a-run")
+        resume = client.get(f"{b}/api/chat/ui/a-chat/stream")
+
+    for answer in (stream, events, stop, resume):
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["error"]["code"] == "unavailable"
+        assert answer.headers["Retry-After"] == "5"
+        assert "127.0.0.1" not in answer.text  # where Redis is goes to the log only
