@@ -12,7 +12,9 @@ one stops there, one then scores ``--short`` further texts of 100 characters, on
 texts of 1,000 characters. The difference over the first, divided by the number of texts, is
 what one text costs: imports, rule compilation and the warm-up cancel out. The texts are benign
 rows of ``tests/data/injection_public.jsonl.gz``, shuffled once with a fixed seed, the same in
-both trees. About 2 minutes. Needs ``valgrind`` and ``git``.
+both trees; with ``--texts outside-ascii``, the benign rows of every corpus whose 100 or 1,000
+characters hold a character outside ASCII (curly quotes, accents, other scripts), which take
+the normal form's slower paths. About 2 minutes. Needs ``valgrind`` and ``git``.
 
 ``--evict MB`` counts what the guard costs in a busy service, where the rest of each request
 (HTTP, the run, the other streams) has pushed its tables and code out of the CPU's caches: in
@@ -52,22 +54,29 @@ WARMUP = 200
 _TOTAL_RE = re.compile(rb"^(?:summary|totals):\s*(\d+)", re.M)
 
 
-def _texts() -> tuple[list[str], list[str]]:
-    rows = read_rows(CORPUS)
+def _texts(texts: str = "benign") -> tuple[list[str], list[str]]:
+    """Short and medium texts: benign rows of the public corpus (``benign``), or benign rows
+    of every corpus whose cut holds a character outside ASCII (``outside-ascii``: curly
+    quotes, accents, other scripts)."""
+    paths = [CORPUS] if texts == "benign" else sorted(CORPUS.parent.glob("injection_*.jsonl.gz"))
+    rows = [row for path in paths for row in read_rows(path)]
     benign = [row["text"] for row in rows if row["label"] == "benign"]
     random.Random(1).shuffle(benign)
     short = [text[:100] for text in benign if 100 <= len(text) < 1000]
     medium = [text[:1000] for text in benign if len(text) >= 1000]
+    if texts == "outside-ascii":
+        short = [text for text in short if not text.isascii()]
+        medium = [text for text in medium if not text.isascii()]
     return short, medium
 
 
-def score(tree: str, kind: str, count: int, evict_mib: int = 0) -> None:
+def score(tree: str, kind: str, count: int, evict_mib: int = 0, texts_of: str = "benign") -> None:
     """The measured process: warm up, then score ``count`` texts of ``kind`` (``none``:
     score nothing), overwriting ``evict_mib`` MiB before each text if asked."""
     sys.path.insert(0, tree)
     from agent_executor.guards.injection.scoring import score_text
 
-    short, medium = _texts()
+    short, medium = _texts(texts_of)
     for text in short[:WARMUP]:
         score_text(text)
     texts = {"none": [""] * count, "short": short[WARMUP : WARMUP + count], "medium": medium}
@@ -84,7 +93,9 @@ _EVENTS_RE = re.compile(rb"^events:\s*(.+)$", re.M)
 _SUMMARY_RE = re.compile(rb"^summary:\s*(.+)$", re.M)
 
 
-def _count(tree: Path, kind: str, count: int, work: Path, evict: int, ll_kib: int) -> Counts:
+def _count(
+    tree: Path, kind: str, count: int, work: Path, evict: int, ll_kib: int, texts: str
+) -> Counts:
     out = work / f"{tree.name}-{kind}-{os.urandom(3).hex()}.out"
     if evict:
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--LL={ll_kib << 10},16,64"]
@@ -92,7 +103,7 @@ def _count(tree: Path, kind: str, count: int, work: Path, evict: int, ll_kib: in
     else:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--quiet"]
     cmd += [sys.executable, str(Path(__file__).resolve()), "--score", str(tree), kind, str(count)]
-    cmd += [str(evict)]
+    cmd += [str(evict), texts]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     subprocess.run(cmd, check=True, cwd=ROOT, env=env, capture_output=True, timeout=1800)
     data = out.read_bytes()
@@ -169,10 +180,16 @@ def main() -> None:
         "--evict", type=int, default=0, metavar="MB", help="MiB overwritten before each text"
     )
     parser.add_argument("--ll-kib", type=int, default=2048, help="simulated last-level cache")
-    parser.add_argument("--score", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--texts",
+        choices=("benign", "outside-ascii"),
+        default="benign",
+        help="the public corpus's benign rows, or every corpus's that hold non-ASCII text",
+    )
+    parser.add_argument("--score", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.score:
-        score(args.score[0], args.score[1], int(args.score[2]), int(args.score[3]))
+        score(args.score[0], args.score[1], int(args.score[2]), int(args.score[3]), args.score[4])
         return
     if not args.base:
         parser.error("--base is required")
@@ -194,7 +211,7 @@ def main() -> None:
                     jobs,
                     pool.map(
                         lambda job: _count(
-                            trees[job[0]], job[1], job[2], work, args.evict, args.ll_kib
+                            trees[job[0]], job[1], job[2], work, args.evict, args.ll_kib, args.texts
                         ),
                         jobs,
                     ),

@@ -264,13 +264,13 @@ def _uncamelled(clean: str, tokens: list[str]) -> list[str]:
     the last of a run of capitals that a lower-case letter follows, where at least four splits
     give pieces of which four in five are words (so base64, whose pieces mix digits into
     letters, stays whole)."""
-    if any(_camel_cased(token) for token in tokens):
+    if any(map(_camel_cased, [token for token in tokens if len(token) >= _CAMEL_TOKEN])):
         return [_CAMEL_RE.sub(" ", clean)]
     return []
 
 
 def _camel_cased(token: str) -> bool:
-    if len(token) < _CAMEL_TOKEN or token.islower():
+    if token.islower():
         return False
     pieces = _CAMEL_RE.split(token)
     if len(pieces) < 5:
@@ -344,7 +344,7 @@ def _digits(clean: str) -> int:
 
 def _decoded(clean: str, tokens: list[str], digits: int) -> Iterator[str]:
     """What the blobs of ``clean`` (its whitespace-free ``tokens``) decode to."""
-    long_tokens = " ".join(token for token in tokens if len(token) >= 16)
+    long_tokens = " ".join([token for token in tokens if len(token) >= 16])
     sources: list[Iterable[tuple[str, Callable[[str], str | None]]]] = []
     if long_tokens:
         if _UU_TOKEN_RE.search(long_tokens):

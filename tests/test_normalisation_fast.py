@@ -1,0 +1,121 @@
+"""The normal form's fast paths give what their plain definitions give.
+
+``clean``, ``fold``, ``mixed_scripts``, the leet tokens and the spaced-letters gate each skip
+work that most texts do not need (docs/benchmarks.md, "The normal form's slow paths for text
+outside ASCII"). Each is held here to the definition it replaces, written out plainly, on every
+text of the public corpora and on generated text made of the characters the shortcuts are
+about: full-width forms, Greek and Cyrillic look-alikes, curly quotes, letters drawn as emoji,
+combining marks, invisible characters, leet characters and separators.
+"""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_executor.guards.injection import normalisation
+
+DATA = Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+from corpus_rows import read_rows  # noqa: E402
+
+_CHARACTERS = (
+    [chr(code) for code in range(0x20, 0x250)]
+    + [chr(code) for code in range(0x370, 0x530)]
+    + [chr(code) for code in range(0x2000, 0x2070)]
+    + [chr(code) for code in range(0x3000, 0x3010)]
+    + [chr(code) for code in range(0xFF00, 0xFF70)]
+    + [chr(code) for code in range(0x1F150, 0x1F200)]
+    + ["\n", "\u4e2d", "\u6587", "\u0301", "\u0308", "\ufe0f", "\U000e0041", "\u0570", "\u0585"]
+)
+_LEET = [*"abcegilostxyz0123456789@$!|", " ", "  ", ".", "-", "_", "\n", "\u00e9", "\u0434"]
+
+
+@cache
+def _corpus_texts() -> list[str]:
+    paths = sorted(DATA.glob("injection_*.jsonl.gz"))
+    return sorted({row["text"] for path in paths for row in read_rows(path)})
+
+
+def _clean(text: str) -> str:
+    if text.isascii():
+        return text
+    return normalisation._INVISIBLE_RE.sub("", unicodedata.normalize("NFKC", text))
+
+
+def _fold(clean: str) -> str:
+    if clean.isascii():
+        return normalisation._collapsed(clean.casefold())
+    decomposed = normalisation._MARKS_RE.sub("", unicodedata.normalize("NFKD", clean))
+    return normalisation._collapsed(decomposed.casefold().translate(normalisation._CONFUSABLES))
+
+
+def _mixed_scripts(text: str) -> bool:
+    return not text.isascii() and bool(normalisation._MIXED_RE.search(text))
+
+
+def _mixed_tokens(norm: str) -> list[tuple[int, int]]:
+    return [match.span() for match in normalisation._MIXED_TOKEN_RE.finditer(norm)]
+
+
+def _despaced_gate_holds(norm: str) -> bool:
+    """Where the gate says no run of single letters can be there, the regex finds none."""
+    words = normalisation.words_view(norm).split()
+    if "_" in norm or normalisation._six_singles(words):
+        return True
+    return normalisation._SINGLES_RE.search(norm) is None
+
+
+def _same(text: str) -> None:
+    cleaned = normalisation.clean(text)
+    assert cleaned == _clean(text)
+    assert normalisation.fold(cleaned) == _fold(cleaned)
+    assert normalisation.fold(text) == _fold(text)
+    assert normalisation.mixed_scripts(text) == _mixed_scripts(text)
+    norm = _fold(cleaned)
+    assert normalisation._mixed_tokens(norm) == _mixed_tokens(norm)
+    assert _despaced_gate_holds(norm)
+
+
+@pytest.mark.skipif(not (DATA / "injection_public.jsonl.gz").exists(), reason="no corpora")
+def test_every_corpus_text_reads_as_the_plain_definitions_read_it() -> None:
+    texts = _corpus_texts()
+    assert len(texts) > 30_000
+    for text in texts:
+        _same(text)
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(st.sampled_from(_CHARACTERS), max_size=60).map("".join))
+def test_generated_text_outside_ascii_reads_as_the_plain_definitions_read_it(text: str) -> None:
+    _same(text)
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(st.sampled_from(_LEET), max_size=60).map("".join))
+def test_generated_leet_and_spelled_out_text_reads_as_the_plain_definitions_read_it(
+    text: str,
+) -> None:
+    _same(text)
+
+
+def test_full_width_forms_narrowed_first_are_their_nfkc_forms() -> None:
+    for wide, narrow in normalisation._NARROW.items():
+        assert unicodedata.normalize("NFKC", wide) == narrow
+
+
+def test_the_look_alike_classes_hold_every_look_alike_and_the_other_class_nothing_else() -> None:
+    """``_unconfused`` translates a text with Greek or Cyrillic letters, and in any other
+    replaces what ``_OTHER_CONFUSED_RE`` finds: every look-alike is in one of the two, and
+    that class holds look-alikes only (each found one is looked up)."""
+    looked = {chr(code) for code in normalisation._CONFUSABLES}
+    other = {chr(c) for c in range(0x110000) if normalisation._OTHER_CONFUSED_RE.match(chr(c))}
+    scripts = {char for char in looked if normalisation._SCRIPTS_RE.match(char)}
+    assert other <= looked
+    assert other | scripts == looked
