@@ -36,13 +36,18 @@ MAX_BLOBS = 32
 
 _B64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX_PREFIX_RE = re.compile(r"(?:\\x|0x|%)([0-9A-Fa-f]{2})")
+# The two patterns run on whole texts open with the class of their first character and check
+# what precedes it after it: ``re`` then skips to that class in C, where a leading look-behind
+# was tried at every character (77 µs against 22 and 15 on a 1,000-character text).
 _HEX_SPACED_RE = re.compile(
-    r"(?<![0-9A-Fa-f])(?<![0-9A-Fa-f]{2}[ :,-])(?:[0-9A-Fa-f]{2}[ :,-]){7,}[0-9A-Fa-f]{2}"
-    r"(?![0-9A-Fa-f])"
+    r"[0-9A-Fa-f](?<![0-9A-Fa-f].)(?<![0-9A-Fa-f]{2}[ :,-].)[0-9A-Fa-f][ :,-]"
+    r"(?:[0-9A-Fa-f]{2}[ :,-]){6,}[0-9A-Fa-f]{2}(?![0-9A-Fa-f])"
 )
+"""Eight hex pairs or more, each but the last followed by one separator."""
 _HEX_RE = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])")
 _HEX_SEPARATORS_RE = re.compile(r"[ :,-]")
-_BINARY_RE = re.compile(r"(?<![01])(?:[01]{8}[ ,]?){6,}")
+_BINARY_RE = re.compile(r"[01](?<![01].)[01]{7}[ ,]?(?:[01]{8}[ ,]?){5,}")
+"""Six octets of binary digits or more, each followed by at most one separator."""
 _BASE32_RE = re.compile(r"(?<![A-Z2-7=])[A-Z2-7]{16,}={0,6}")
 _URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
 _UNICODE_ESCAPE_RE = re.compile(r"\\u([0-9A-Fa-f]{4})")

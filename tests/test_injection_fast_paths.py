@@ -1,15 +1,17 @@
-"""The normal form's fast paths give what their plain definitions give.
+"""The injection guard's fast paths give what their plain definitions give.
 
 ``clean``, ``fold``, ``mixed_scripts``, the leet tokens and the spaced-letters gate each skip
-work that most texts do not need (docs/benchmarks.md, "The normal form's slow paths for text
-outside ASCII"). Each is held here to the definition it replaces, written out plainly, on every
-text of the public corpora and on generated text made of the characters the shortcuts are
-about: full-width forms, Greek and Cyrillic look-alikes, curly quotes, letters drawn as emoji,
-combining marks, invisible characters, leet characters and separators.
+work that most texts do not need, and two decoders' patterns are written so that ``re`` skips
+to where a match can start (docs/benchmarks.md, "The normal form's slow paths for text outside
+ASCII"). Each is held here to the definition it replaces, written out plainly, on every text of
+the public corpora and on generated text made of the characters the shortcuts are about:
+full-width forms, Greek and Cyrillic look-alikes, curly quotes, letters drawn as emoji,
+combining marks, invisible characters, leet characters, hex and binary digits and separators.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 from functools import cache
@@ -19,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_executor.guards.injection import normalisation
+from agent_executor.guards.injection import decoding, normalisation
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -34,6 +36,12 @@ _CHARACTERS = (
     + [chr(code) for code in range(0x1F150, 0x1F200)]
     + ["\n", "\u4e2d", "\u6587", "\u0301", "\u0308", "\ufe0f", "\U000e0041", "\u0570", "\u0585"]
 )
+_DIGITS = [*"0123456789abcdefABCDEFxyz", " ", ":", ",", "-", "\n", "  "]
+_HEX_SPACED_RE = re.compile(
+    r"(?<![0-9A-Fa-f])(?<![0-9A-Fa-f]{2}[ :,-])(?:[0-9A-Fa-f]{2}[ :,-]){7,}[0-9A-Fa-f]{2}"
+    r"(?![0-9A-Fa-f])"
+)
+_BINARY_RE = re.compile(r"(?<![01])(?:[01]{8}[ ,]?){6,}")
 _LEET = [*"abcegilostxyz0123456789@$!|", " ", "  ", ".", "-", "_", "\n", "\u00e9", "\u0434"]
 
 
@@ -72,6 +80,14 @@ def _despaced_gate_holds(norm: str) -> bool:
     return normalisation._SINGLES_RE.search(norm) is None
 
 
+def _same_blobs(text: str) -> None:
+    for fast, plain in (
+        (decoding._HEX_SPACED_RE, _HEX_SPACED_RE),
+        (decoding._BINARY_RE, _BINARY_RE),
+    ):
+        assert [m.span() for m in fast.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
 def _same(text: str) -> None:
     cleaned = normalisation.clean(text)
     assert cleaned == _clean(text)
@@ -89,6 +105,7 @@ def test_every_corpus_text_reads_as_the_plain_definitions_read_it() -> None:
     assert len(texts) > 30_000
     for text in texts:
         _same(text)
+        _same_blobs(text)
 
 
 @settings(max_examples=3_000, deadline=None)
@@ -103,6 +120,22 @@ def test_generated_leet_and_spelled_out_text_reads_as_the_plain_definitions_read
     text: str,
 ) -> None:
     _same(text)
+
+
+@settings(max_examples=5_000, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.sampled_from(_DIGITS), max_size=120).map("".join),
+        st.lists(
+            st.sampled_from(["01001000", "0110100", "01101001", "1", "0", " ", ",", "2"]),
+            max_size=24,
+        ).map("".join),
+    )
+)
+def test_generated_digits_are_found_by_the_decoders_as_the_plain_patterns_find_them(
+    text: str,
+) -> None:
+    _same_blobs(text)
 
 
 def test_full_width_forms_narrowed_first_are_their_nfkc_forms() -> None:
