@@ -259,3 +259,41 @@ def test_a_re_attach_redis_cannot_answer_is_a_503_not_a_204(
         assert answer.json()["error"]["code"] == "unavailable"
         assert answer.headers["Retry-After"] == "5"
         assert "127.0.0.1" not in answer.text  # where Redis is goes to the log only
+
+
+@pytest.mark.timeout(60)
+def test_a_stop_on_the_runs_own_replica_reaches_its_reader_on_another(
+    redis_srv: RedisServer,
+) -> None:
+    """The client that started the run stops it on ``a`` while another of its tabs reads the
+    run through ``b``; the tool takes three seconds to stop. The reader on ``b`` gets
+    ``cancelled`` and ``done``. Before, ``a`` stopped mirroring the moment the stop began,
+    before the run's log was closed, so the closing events never reached Redis and ``b``
+    ended the stream with ``unavailable`` once the keys ran out."""
+    args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
+    args += ("--reattach-grace", "0.5", "--replay-window", "1")
+    env = {"SLOW_TOOL_SECONDS": "30", "SLOW_TOOL_CANCEL_SECONDS": "3"}
+    with (
+        service_process(*args, env=env) as (_, a),
+        service_process(*args, env=env) as (_, b),
+        httpx.Client(timeout=30) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        first = until_tool_start(client, a)
+        run = first[-1]["id"].split(":")[0]
+        attached = threading.Event()
+
+        def read_on_b() -> list[dict[str, str]]:
+            headers = {"Last-Event-ID": first[-1]["id"]}
+            with client.stream("POST", f"{b}/api/chat/stream", headers=headers) as response:
+                attached.set()
+                return parse(response.read().decode())
+
+        rest = pool.submit(read_on_b)
+        assert attached.wait(10)
+        stop = client.delete(f"{a}/api/runs/{run}")
+        ended = rest.result(timeout=40)
+
+    assert stop.json() == {"run_id": run, "stopped": True}
+    assert [e["event"] for e in ended] == ["error", "done"]
+    assert ended[0]["data"] == "the run was stopped before it finished"

@@ -234,10 +234,12 @@ class RunHub:
         if run._timer is not None:
             run._timer.cancel()
             run._timer = None
-        if run.events is not None:
-            await run.events.aclose()
-        run.log.close(STOPPED, DoneEvent("error", None, [], 0.0))
-        self._remove(run)
+        try:
+            if run.events is not None:
+                await run.events.aclose()
+        finally:  # its readers, here and on other replicas, are told however the run ended
+            run.log.close(STOPPED, DoneEvent("error", None, [], 0.0))
+            self._remove(run)
 
     async def stop_all(self) -> int:
         """Cancel every run still going, its tools included (at shutdown, once the open

@@ -70,7 +70,7 @@ class RedisRunRelay(RedisPart):
         self.lease_seconds = lease_seconds
         self.window_seconds = window_seconds
         self.grace_seconds = grace_seconds
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[object]] = set()
         self._failing_since: float | None = None
 
     def _keys(self, run_id: str) -> tuple[str, str]:
@@ -96,8 +96,12 @@ class RedisRunRelay(RedisPart):
     def mirror(
         self, run: LiveRun, dialect: str, stop: Callable[[LiveRun], Awaitable[None]]
     ) -> None:
-        """Write ``run``'s events to Redis as they come, until its ``done`` (or its stop)."""
-        task = asyncio.get_running_loop().create_task(self._mirror(run, dialect, stop))
+        """Write ``run``'s events to Redis as they come, until its ``done`` (a stopped run's
+        too: the ``error`` and ``done`` its log closes with)."""
+        self._spawn(self._mirror(run, dialect, stop))
+
+    def _spawn(self, work: Awaitable[object]) -> None:
+        task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -110,6 +114,7 @@ class RedisRunRelay(RedisPart):
         first (:meth:`_resume`). The task gives up only on a finished run Redis has failed
         for longer than the replay window: its keys would be gone by then anyway."""
         sent: int | None = None  # events Redis holds (None: ask it)
+        asked = False  # another replica asked to stop the run
         while True:
             try:
                 if sent is None:
@@ -130,9 +135,9 @@ class RedisRunRelay(RedisPart):
                 continue
             if finished:
                 return
-            if stopped:
-                await stop(run)
-                continue
+            if stopped and not asked:  # in a task of its own: the lease is renewed meanwhile
+                asked = True
+                self._spawn(stop(run))
             with anyio.move_on_after(1.0):
                 await run.log.grown()
 
@@ -334,8 +339,9 @@ class _StreamReader:
 
 
 def _finished(run: LiveRun) -> bool:
-    """Whether nothing more of ``run`` will be written: done, stopped, or too long to keep."""
-    return run.log.done or run.log.overflowed or run.stopped
+    """Whether nothing more of ``run`` will be written: done (a stopped run once its log is
+    closed with ``error`` and ``done``, not when the stop begins), or too long to keep."""
+    return run.log.done or run.log.overflowed
 
 
 def _beat_seconds(grace_seconds: float) -> float:
