@@ -1,6 +1,6 @@
 """What the injection guard's scoring costs per text, in instructions, here and at another commit.
 
-    python benchmarks/guard_instructions.py --base HEAD~2 [--short 300] [--medium 60]
+    python benchmarks/guard_instructions.py --base HEAD~2 [--short 300] [--medium 60] [--long 0]
 
 Timed CPU per message moves by 30-50% from one minute to the next on this shared VM, more than
 a change to the rules does; instructions do not. For each tree (the working tree's
@@ -9,12 +9,14 @@ directory, each with the guard's C part compiled as an install does), three proc
 ``score_text`` under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``): each imports the
 guard and scores 200 benign texts of about 100 characters to warm the learned layer's cache;
 one stops there, one then scores ``--short`` further texts of 100 characters, one ``--medium``
-texts of 1,000 characters. The difference over the first, divided by the number of texts, is
-what one text costs: imports, rule compilation and the warm-up cancel out. The texts are benign
-rows of ``tests/data/injection_public.jsonl.gz``, shuffled once with a fixed seed, the same in
-both trees; with ``--texts outside-ascii``, the benign rows of every corpus whose 100 or 1,000
-characters hold a character outside ASCII (curly quotes, accents, other scripts), which take
-the normal form's slower paths. About 2 minutes. Needs ``valgrind`` and ``git``.
+texts of 1,000 characters (and, with ``--long N``, one N texts of 20,000 characters: benign
+rows joined, as ``guard_cost.py`` makes them). The difference over the first, divided by the
+number of texts, is what one text costs: imports, rule compilation and the warm-up cancel out.
+The texts are benign rows of ``tests/data/injection_public.jsonl.gz``, shuffled once with a
+fixed seed, the same in both trees; with ``--texts outside-ascii``, the benign rows of every
+corpus whose 100 or 1,000 characters hold a character outside ASCII (curly quotes, accents,
+other scripts), which take the normal form's slower paths. About 2 minutes (each long text
+adds about half a minute). Needs ``valgrind`` and ``git``.
 
 ``--evict MB`` counts what the guard costs in a busy service, where the rest of each request
 (HTTP, the run, the other streams) has pushed its tables and code out of the CPU's caches: in
@@ -51,11 +53,12 @@ sys.path.insert(0, str(ROOT))
 from hatch_build import NATIVE_SOURCE, build_native  # noqa: E402
 
 WARMUP = 200
+LONG_CHARS = 20_000
 _TOTAL_RE = re.compile(rb"^(?:summary|totals):\s*(\d+)", re.M)
 
 
-def _texts(texts: str = "benign") -> tuple[list[str], list[str]]:
-    """Short and medium texts: benign rows of the public corpus (``benign``), or benign rows
+def _texts(texts: str = "benign") -> tuple[list[str], list[str], list[str]]:
+    """Short, medium and long texts: benign rows of the public corpus (``benign``), or benign rows
     of every corpus whose cut holds a character outside ASCII (``outside-ascii``: curly
     quotes, accents, other scripts)."""
     paths = [CORPUS] if texts == "benign" else sorted(CORPUS.parent.glob("injection_*.jsonl.gz"))
@@ -67,7 +70,9 @@ def _texts(texts: str = "benign") -> tuple[list[str], list[str]]:
     if texts == "outside-ascii":
         short = [text for text in short if not text.isascii()]
         medium = [text for text in medium if not text.isascii()]
-    return short, medium
+    joined = "\n\n".join(benign)
+    long = [joined[i : i + LONG_CHARS] for i in range(0, len(joined) - LONG_CHARS, LONG_CHARS)]
+    return short, medium, long
 
 
 def score(tree: str, kind: str, count: int, evict_mib: int = 0, texts_of: str = "benign") -> None:
@@ -76,10 +81,15 @@ def score(tree: str, kind: str, count: int, evict_mib: int = 0, texts_of: str = 
     sys.path.insert(0, tree)
     from agent_executor.guards.injection.scoring import score_text
 
-    short, medium = _texts(texts_of)
+    short, medium, long = _texts(texts_of)
     for text in short[:WARMUP]:
         score_text(text)
-    texts = {"none": [""] * count, "short": short[WARMUP : WARMUP + count], "medium": medium}
+    texts = {
+        "none": [""] * count,
+        "short": short[WARMUP : WARMUP + count],
+        "medium": medium,
+        "long": long,
+    }
     buffer = bytearray(evict_mib << 20)
     fill = bytes(len(buffer))
     for text in texts[kind][:count]:
@@ -176,6 +186,7 @@ def main() -> None:
     parser.add_argument("--base", help="a git revision to compare with (required)")
     parser.add_argument("--short", type=int, default=300)
     parser.add_argument("--medium", type=int, default=60)
+    parser.add_argument("--long", type=int, default=0, help="texts of 20,000 characters")
     parser.add_argument(
         "--evict", type=int, default=0, metavar="MB", help="MiB overwritten before each text"
     )
@@ -196,6 +207,8 @@ def main() -> None:
     if args.evict < 0 or args.ll_kib < 1:
         parser.error("--evict must be 0 or more and --ll-kib positive")
     sizes = {"short": args.short, "medium": args.medium}
+    if args.long:
+        sizes["long"] = args.long
     # Without eviction one control serves both kinds; with it, each kind has its own, which
     # overwrites the buffer as often as that kind does.
     controls = {kind: ("none", count if args.evict else 0) for kind, count in sizes.items()}
@@ -225,8 +238,9 @@ def main() -> None:
             "| per 1,000-character text |"
         )
     else:
-        print("| tree | instructions per 100-character text | per 1,000-character text |")
-    print("|---|---|---|")
+        long = " per 20,000-character text |" if args.long else ""
+        print(f"| tree | instructions per 100-character text | per 1,000-character text |{long}")
+    print("|---|---|---|" + ("---|" if args.long else ""))
     for name in trees:
         cells = []
         for kind, count in sizes.items():

@@ -205,7 +205,10 @@ def test_a_literal_gate_never_skips_a_generated_pattern_that_matches(
             assert gate.candidates(text) == [0], (pattern.pattern, text)
 
 
-_WORDS = ["a", "an", "the", "you", "ignore", "ign", "all", "x"]
+_WORDS = ["a", "an", "the", "you", "ignore", "ign", "all", "x", "from", "все"]
+"""First words of each kind: short common ones (found in the text's set of words), longer
+ones (found by their first four letters), and a short one outside ASCII (a whole word the
+automaton finds)."""
 
 
 @settings(max_examples=300, deadline=None)
@@ -213,7 +216,9 @@ _WORDS = ["a", "an", "the", "you", "ignore", "ign", "all", "x"]
     first=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3),
     rest=st.lists(st.sampled_from([*_WORDS, r"\w+", r"(?:\w+\s+)?"]), max_size=2),
     prefix=st.booleans(),
-    text=st.lists(st.sampled_from([*_WORDS, "ignored", "another", "xa"]), max_size=40),
+    text=st.lists(
+        st.sampled_from([*_WORDS, "ignored", "another", "xa", "fromage", "всего"]), max_size=40
+    ),
     newlines=st.booleans(),
 )
 def test_the_word_gate_finds_what_a_scan_finds_for_generated_rules(
@@ -228,6 +233,25 @@ def test_the_word_gate_finds_what_a_scan_finds_for_generated_rules(
     tokens = gate.tokens(words)
     found = [m.span() for m in gate.finditer(0, tokens)] if gate.runnable(tokens) else []
     assert found == [m.span() for m in pattern.finditer(words)], (pattern.pattern, words)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"\b(?:все)\b\s+x",  # a short word outside ASCII: a whole word the automaton finds
+        r"\bignore\w*\s+all",  # found by its first four letters
+        r"\byou\s+all",  # a short common word: looked for with find
+    ],
+)
+@pytest.mark.parametrize("times", [3, 150])  # a short text, and one whose offsets are read
+def test_a_rule_is_tried_at_each_of_its_first_words(pattern: str, times: int) -> None:
+    compiled = re.compile(pattern)
+    text = " ".join(["a все x ignored all you all"] * times + ["всего x ignore x"])
+    gate = WordGate([compiled])
+    tokens = gate.tokens(text)
+    expected = [m.span() for m in compiled.finditer(text)]
+    assert len(expected) >= times
+    assert [m.span() for m in gate.finditer(0, tokens)] == expected
 
 
 def _every_match(norm: str, words: str) -> list[tuple[str, float, int, int]]:
