@@ -208,7 +208,12 @@ def openapi_document() -> dict[str, Any]:
                         "204": {"description": "Last-Event-ID names no run kept: stop"},
                         "401": _error("Missing or wrong API key (unauthorized)"),
                         "413": _error("Body too large (payload_too_large)"),
-                        "503": _retry(_error("Shutting down (unavailable)")),
+                        "503": _retry(
+                            _error(
+                                "Shutting down, or the shared store (Redis) that would place "
+                                "Last-Event-ID's run is down (unavailable)"
+                            )
+                        ),
                     },
                 },
             },
@@ -240,6 +245,7 @@ def openapi_document() -> dict[str, Any]:
                         "200": sse,
                         "401": _error("Missing or wrong API key (unauthorized)"),
                         "404": _error("No such run is kept for the caller (not_found)"),
+                        "503": _retry(_error("The shared store (Redis) is down (unavailable)")),
                     },
                 }
             },
@@ -260,6 +266,7 @@ def openapi_document() -> dict[str, Any]:
                         ),
                         "401": _error("Missing or wrong API key (unauthorized)"),
                         "404": _error("No such run is kept for the caller (not_found)"),
+                        "503": _retry(_error("The shared store (Redis) is down (unavailable)")),
                     },
                 }
             },

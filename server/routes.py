@@ -122,8 +122,8 @@ def _readable(request: web.Request, response: web.Response, mode: EventMode) -> 
 async def _reattach(request: web.Request, caller: Caller, last_event: str) -> web.StreamResponse:
     """A client coming back to its run after ``Last-Event-ID``: the events after that one,
     then the rest as they come. A run this process cannot place (unknown, someone else's,
-    past the window, finished at that event) is a 204, which stops ``EventSource``; nothing is
-    started either way."""
+    past the window, finished at that event) is a 204, which stops ``EventSource``; one it
+    cannot look up (Redis down) a 503, since it may go on elsewhere. Nothing is started."""
     runs = request.app[STATE].streams.runs
     run_id, _, position = last_event.rpartition(":")
     try:
@@ -141,7 +141,8 @@ async def _reattach(request: web.Request, caller: Caller, last_event: str) -> we
 
 async def run_events(request: web.Request) -> web.StreamResponse:
     """``GET /api/runs/{run_id}/events``: re-attach to a run, from its start or after the
-    ``Last-Event-ID`` given; 404 for a run this service cannot place."""
+    ``Last-Event-ID`` given; 404 for a run this service cannot place, 503 if Redis cannot
+    say."""
     try:
         run = await _own_run(request)
     except StoreUnavailable as exc:
@@ -157,7 +158,7 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 async def stop_run(request: web.Request) -> web.Response:
     """``DELETE /api/runs/{run_id}``: the client stops its run now (its tools included), on
-    whichever replica it runs."""
+    whichever replica it runs (503 if Redis cannot be asked or told)."""
     try:
         run = await _own_run(request)
         if run is None:

@@ -301,7 +301,8 @@ async def ui_chat(request: web.Request) -> web.StreamResponse:
 
 async def ui_resume(request: web.Request) -> web.StreamResponse:
     """``GET /api/chat/ui/{chat_id}/stream`` (``useChat({resume: true})``, ``resumeStream()``):
-    the chat's answer still in flight, from its start, then live; 204 when it has none."""
+    the chat's answer still in flight, from its start, then live; 204 when it has none, 503
+    when Redis cannot say."""
     streams = request.app[STATE].streams
     chat = request.match_info["chat_id"]
     try:
