@@ -10,8 +10,8 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -57,6 +57,39 @@ def until_tool_start(client: httpx.Client, base: str) -> list[dict[str, str]]:
     raise AssertionError("the stream ended before tool_start")
 
 
+def read_through(
+    pool: ThreadPoolExecutor, client: httpx.Client, base: str, last_event_id: str
+) -> Future[list[dict[str, str]]]:
+    """Re-attach through ``base`` in a thread of ``pool``, once its headers came back: the
+    stream's events, when it ends."""
+    attached = threading.Event()
+
+    def read() -> list[dict[str, str]]:
+        headers = {"Last-Event-ID": last_event_id}
+        with client.stream("POST", f"{base}/api/chat/stream", headers=headers) as response:
+            assert response.status_code == 200
+            attached.set()
+            return parse(response.read().decode())
+
+    rest = pool.submit(read)
+    assert attached.wait(10)
+    return rest
+
+
+@contextmanager
+def two_replicas(
+    args: tuple[str, ...], env: dict[str, str]
+) -> Iterator[tuple[str, str, httpx.Client, ThreadPoolExecutor]]:
+    """Two replicas started with ``args`` and ``env``, a client, and a thread to read with."""
+    with (
+        service_process(*args, env=env) as (_, a),
+        service_process(*args, env=env) as (_, b),
+        httpx.Client(timeout=30) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        yield a, b, client, pool
+
+
 def test_the_rest_of_a_run_comes_from_the_replica_it_runs_on(
     replicas: list[str], redis_srv: RedisServer
 ) -> None:
@@ -91,16 +124,7 @@ def test_a_stop_sent_to_another_replica_stops_the_run(replicas: list[str]) -> No
     with httpx.Client(timeout=20) as client, ThreadPoolExecutor(1) as pool:
         first = until_tool_start(client, a)
         run = first[-1]["id"].split(":")[0]
-        attached = threading.Event()
-
-        def read_on_b() -> list[dict[str, str]]:
-            headers = {"Last-Event-ID": first[-1]["id"]}
-            with client.stream("POST", f"{b}/api/chat/stream", headers=headers) as response:
-                attached.set()
-                return parse(response.read().decode())
-
-        rest = pool.submit(read_on_b)
-        assert attached.wait(5)
+        rest = read_through(pool, client, b, first[-1]["id"])
         stop = client.delete(f"{b}/api/runs/{run}")
         ended = rest.result(timeout=10)
         deadline = time.monotonic() + 10
@@ -205,24 +229,9 @@ def test_a_redis_restart_mid_run_costs_its_reader_on_another_replica_nothing(
     args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
     args += ("--reattach-grace", "0.5")
     env = {"SLOW_TOOL_SECONDS": "4"}
-    with (
-        service_process(*args, env=env) as (_, a),
-        service_process(*args, env=env) as (_, b),
-        httpx.Client(timeout=30) as client,
-        ThreadPoolExecutor(1) as pool,
-    ):
+    with two_replicas(args, env) as (a, b, client, pool):
         first = until_tool_start(client, a)
-        attached = threading.Event()
-
-        def read_on_b() -> list[dict[str, str]]:
-            headers = {"Last-Event-ID": first[-1]["id"]}
-            with client.stream("POST", f"{b}/api/chat/stream", headers=headers) as response:
-                assert response.status_code == 200
-                attached.set()
-                return parse(response.read().decode())
-
-        rest = pool.submit(read_on_b)
-        assert attached.wait(10)
+        rest = read_through(pool, client, b, first[-1]["id"])
         redis_srv.stop()
         time.sleep(2.0)
         redis_srv.start()
@@ -273,24 +282,10 @@ def test_a_stop_on_the_runs_own_replica_reaches_its_reader_on_another(
     args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
     args += ("--reattach-grace", "0.5", "--replay-window", "1")
     env = {"SLOW_TOOL_SECONDS": "30", "SLOW_TOOL_CANCEL_SECONDS": "3"}
-    with (
-        service_process(*args, env=env) as (_, a),
-        service_process(*args, env=env) as (_, b),
-        httpx.Client(timeout=30) as client,
-        ThreadPoolExecutor(1) as pool,
-    ):
+    with two_replicas(args, env) as (a, b, client, pool):
         first = until_tool_start(client, a)
         run = first[-1]["id"].split(":")[0]
-        attached = threading.Event()
-
-        def read_on_b() -> list[dict[str, str]]:
-            headers = {"Last-Event-ID": first[-1]["id"]}
-            with client.stream("POST", f"{b}/api/chat/stream", headers=headers) as response:
-                attached.set()
-                return parse(response.read().decode())
-
-        rest = pool.submit(read_on_b)
-        assert attached.wait(10)
+        rest = read_through(pool, client, b, first[-1]["id"])
         stop = client.delete(f"{a}/api/runs/{run}")
         ended = rest.result(timeout=40)
 
