@@ -45,9 +45,10 @@ _BIT_DIGITS = str.maketrans("\u2062\u2064", "01")
 _MARKS_RE = re.compile("[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff]")
 _LOOKALIKE = "\u0370-\u03ff\u0400-\u04ff\u0500-\u052f"
 # A Latin letter next to a Greek/Cyrillic one, or an invisible character inside a word.
+_IN_WORD_HIDDEN = "\u00ad\u200b-\u200d\u2060\ufeff"
+"""Invisible characters found inside words: soft hyphen, zero-width spaces and joiners."""
 _MIXED_RE = re.compile(
-    f"[A-Za-z][{_LOOKALIKE}]|[{_LOOKALIKE}][A-Za-z]"
-    "|[A-Za-z][\u00ad\u200b-\u200d\u2060\ufeff]+[A-Za-z]"
+    f"[A-Za-z][{_LOOKALIKE}]|[{_LOOKALIKE}][A-Za-z]|[A-Za-z][{_IN_WORD_HIDDEN}]+[A-Za-z]"
 )
 _CONFUSABLES = str.maketrans(
     {
@@ -94,7 +95,7 @@ _SCRIPTS_RE = re.compile(f"[{_LOOKALIKE}]")
 _OTHER_CONFUSED_RE = re.compile(f"[{_ranges([c for c in _CONFUSED if not _SCRIPTS_RE.match(c)])}]")
 """The look-alikes outside Greek and Cyrillic, in a class of a few ranges: ``re`` tests such a
 class quickly, and one of two hundred scattered characters slowly."""
-_MIXED_HINT_RE = re.compile(f"[{_LOOKALIKE}\u00ad\u200b-\u200d\u2060\ufeff]")
+_MIXED_HINT_RE = re.compile(f"[{_LOOKALIKE}{_IN_WORD_HIDDEN}]")
 """A character without which ``_MIXED_RE`` cannot match."""
 _WIDE_RE = re.compile("[\u3000\uff01-\uff5e]")
 _NARROW = {"\u3000": " "} | {chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)}
@@ -149,9 +150,7 @@ def _narrowed(text: str) -> str:
     way: Chinese or Japanese text, whose commas and exclamation marks are full-width, took
     about 200 µs per 1,000 characters. Each of these characters decomposes to one ASCII character,
     so replacing it first leaves every text's NFKC unchanged."""
-    for char in set(_WIDE_RE.findall(text)):
-        text = text.replace(char, _NARROW[char])
-    return text
+    return _replaced(text, _WIDE_RE, _NARROW)
 
 
 def fold(clean: str) -> str:
@@ -178,8 +177,14 @@ def _unconfused(text: str) -> str:
         return text
     if _SCRIPTS_RE.search(text):
         return text.translate(_CONFUSABLES_WIDE)
-    for char in set(_OTHER_CONFUSED_RE.findall(text)):
-        text = text.replace(char, _CONFUSED[char])
+    return _replaced(text, _OTHER_CONFUSED_RE, _CONFUSED)
+
+
+def _replaced(text: str, found: re.Pattern[str], table: dict[str, str]) -> str:
+    """``text`` with each character ``found`` finds replaced as ``table`` says, one pass per
+    distinct character (a text holds few of them)."""
+    for char in set(found.findall(text)):
+        text = text.replace(char, table[char])
     return text
 
 
