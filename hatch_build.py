@@ -1,11 +1,13 @@
-"""Build hook: the learned guard's C part, and the service under its installed name.
+"""Build hook: the injection guard's C parts, and the service under its installed name.
 
-**The C part.** ``agent_executor/guards/injection/_learned_native.c`` sums the learned
-injection layer's weights from one flat table (docs/benchmarks.md: the guard's cost in a busy
-service). Every wheel, editable or not, compiles it with the platform's C compiler through
-setuptools, into the source tree beside the Python module, and the wheel carries it. Where the
-build fails (no compiler, no Python headers) a warning is shown and the install goes on: the
-Python module sums the same windows itself. ``AGENT_EXECUTOR_NO_NATIVE=1`` skips the build.
+**The C parts.** ``agent_executor/guards/injection/_learned_native.c`` sums the learned
+injection layer's weights from one flat table, and ``_scan_native.c`` finds the strings the
+rules' gates need in one compact automaton (docs/benchmarks.md: the guard's cost in a busy
+service). Every wheel, editable or not, compiles them with the platform's C compiler through
+setuptools, into the source tree beside the Python modules, and the wheel carries them. Where
+the build fails (no compiler, no Python headers) a warning is shown and the install goes on:
+the Python modules do the same work themselves (the sums in Python, the search with
+pyahocorasick). ``AGENT_EXECUTOR_NO_NATIVE=1`` skips the build.
 
 **The service's name.** The wheel ships the repository's ``server/`` folder as the package
 ``agent_executor_server`` (``sources`` in pyproject.toml), so the distribution puts no
@@ -42,17 +44,30 @@ _spec.loader.exec_module(_module)
 '''
 
 
-NATIVE = "agent_executor.guards.injection._learned_native"
-NATIVE_SOURCE = "agent_executor/guards/injection/_learned_native.c"
+NATIVE = {
+    "agent_executor.guards.injection._learned_native": (
+        "agent_executor/guards/injection/_learned_native.c"
+    ),
+    "agent_executor.guards.injection._scan_native": (
+        "agent_executor/guards/injection/_scan_native.c"
+    ),
+}
+"""The C parts: module name -> source."""
+NATIVE_SOURCE = NATIVE["agent_executor.guards.injection._learned_native"]
 
 
-def build_native(root: str) -> Path:
-    """Compile the C part into the source tree; its path. Raises where it cannot be built."""
+def build_native(root: str) -> list[Path]:
+    """Compile the C parts that ``root`` has into its source tree; their paths. Raises where
+    they cannot be built."""
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
-    extension = Extension(NATIVE, [NATIVE_SOURCE], extra_compile_args=["-O2"])
-    command = build_ext(Distribution({"ext_modules": [extension], "script_name": "hatch_build"}))
+    extensions = [
+        Extension(name, [source], extra_compile_args=["-O2"])
+        for name, source in NATIVE.items()
+        if Path(root, source).exists()
+    ]
+    command = build_ext(Distribution({"ext_modules": extensions, "script_name": "hatch_build"}))
     command.inplace = True
     here = os.getcwd()
     with tempfile.TemporaryDirectory() as scratch:
@@ -63,7 +78,7 @@ def build_native(root: str) -> Path:
             command.run()
         finally:
             os.chdir(here)
-    return Path(root, command.get_ext_fullpath(NATIVE))
+    return [Path(root, command.get_ext_fullpath(extension.name)) for extension in extensions]
 
 
 class BuildHook(BuildHookInterface):  # type: ignore[type-arg]
@@ -83,15 +98,15 @@ class BuildHook(BuildHookInterface):  # type: ignore[type-arg]
             built = build_native(self.root)
         except Exception as exc:  # any failure leaves the Python fallback
             self.app.display_warning(
-                f"agent-executor: the C part of the injection guard was not built ({exc}); "
+                f"agent-executor: the C parts of the injection guard were not built ({exc}); "
                 "the guard runs in Python and costs more CPU (docs/guards.md)"
             )
             return
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
-        if version != "editable":  # an editable install imports it from the source tree
-            relative = built.relative_to(self.root).as_posix()
-            build_data["force_include"][str(built)] = relative
+        if version != "editable":  # an editable install imports them from the source tree
+            for path in built:
+                build_data["force_include"][str(path)] = path.relative_to(self.root).as_posix()
 
     def _redirect(self, build_data: dict[str, Any]) -> None:
         folder = Path(self.root, "server").resolve()

@@ -210,15 +210,21 @@ def test_the_wheel_ships_the_service_as_agent_executor_server(wheel: Path) -> No
     assert "agent-executor = agent_executor_server.cli:main" in scripts.splitlines()
 
 
-def test_the_wheel_carries_the_guards_c_part_where_it_was_built(wheel: Path) -> None:
-    """hatch_build.py compiles _learned_native.c; a wheel with it is tagged for this Python
-    and platform, one without it (no compiler) is pure Python, and CI has a compiler."""
+def test_the_wheel_carries_the_guards_c_parts_where_they_were_built(wheel: Path) -> None:
+    """hatch_build.py compiles _learned_native.c and _scan_native.c; a wheel with them is
+    tagged for this Python and platform, one without them (no compiler) is pure Python, and CI
+    has a compiler."""
     names = zipfile.ZipFile(wheel).namelist()
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    built = f"agent_executor/guards/injection/_learned_native{suffix}" in names
+    parts = [
+        f"agent_executor/guards/injection/{module}{suffix}" in names
+        for module in ("_learned_native", "_scan_native")
+    ]
+    built = all(parts)
     tag = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/WHEEL"))).decode()
 
     assert built or not os.environ.get("CI")
+    assert built or not any(parts)  # both or neither: one build
     assert ("Root-Is-Purelib: false" in tag) == built
     assert ("Tag: py3-none-any" in tag) != built
 

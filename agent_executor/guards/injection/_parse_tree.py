@@ -4,8 +4,10 @@ automaton they search a text with."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
+from importlib import import_module
 from operator import itemgetter
-from typing import Any
+from typing import Any, Final, Protocol
 
 import ahocorasick
 
@@ -19,8 +21,10 @@ except ImportError:  # Python 3.10
 __all__ = [
     "ATOMIC",
     "MAX_CLAUSES",
+    "NATIVE",
     "REPEATS",
     "ZERO_WIDTH",
+    "Searcher",
     "alternatives",
     "automaton",
     "found_in",
@@ -36,6 +40,18 @@ MAX_CLAUSES = 3
 """Clauses kept per alternative of a pattern: its most selective."""
 
 
+class Searcher(Protocol):
+    """What the gates ask of an automaton of ``(needle, key)`` pairs."""
+
+    def found(self, text: str) -> set[str]:
+        """The keys whose needles occur in ``text``."""
+        ...
+
+    def iter(self, text: str) -> Iterable[tuple[int, str]]:
+        """``(end, key)`` of every occurrence, ``end`` the index of its last character."""
+        ...
+
+
 def is_common(string: str) -> bool:
     """A string most texts hold (``:``, ``at``, ``the``): searched with ``in``, not the
     automaton, which would report each of its occurrences."""
@@ -43,24 +59,57 @@ def is_common(string: str) -> bool:
     return len(stripped) < 2 or (len(stripped) <= 3 and stripped.isascii() and stripped.isalpha())
 
 
-def automaton(needles: dict[str, str]) -> Any:
-    """An Aho-Corasick automaton that reports each needle as its key (``None`` if there
-    are no needles: pyahocorasick cannot search with an empty one)."""
+class _Automaton:
+    """pyahocorasick's automaton behind :class:`_scan_native.Strings`' two methods: the
+    search where the C part was not built."""
+
+    __slots__ = ("_automaton",)
+
+    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self._automaton = ahocorasick.Automaton()
+        for needle, key in pairs:
+            self._automaton.add_word(needle, key)
+        self._automaton.make_automaton()
+
+    def found(self, text: str) -> set[str]:
+        return set(map(_KEY, self._automaton.iter(text)))
+
+    def iter(self, text: str) -> Iterator[tuple[int, str]]:
+        return self._automaton.iter(text)  # type: ignore[no-any-return]
+
+
+def _native_strings() -> Callable[[list[tuple[str, str]]], Searcher] | None:
+    """The C automaton's class, built from ``_scan_native.c`` at install; ``None`` where no
+    compiler was there (pyahocorasick searches instead)."""
+    try:
+        module = import_module(f"{__package__}._scan_native")
+    except ImportError:
+        return None
+    strings: Callable[[list[tuple[str, str]]], Searcher] = module.Strings
+    return strings
+
+
+_Strings: Final = _native_strings()
+NATIVE: Final = _Strings is not None
+"""Whether the gates search in C (``_scan_native``), as installs with a compiler do."""
+
+
+def automaton(needles: dict[str, str], native: bool = True) -> Searcher | None:
+    """An Aho-Corasick automaton that reports each needle as its key (``None`` if there are
+    no needles). In C where it was built (``native=False``: pyahocorasick's, which the tests
+    compare it with)."""
     if not needles:
         return None
-    found = ahocorasick.Automaton()
-    for needle, key in needles.items():
-        found.add_word(needle, key)
-    found.make_automaton()
-    return found
+    pairs = list(needles.items())
+    return _Strings(pairs) if native and _Strings is not None else _Automaton(pairs)
 
 
 _KEY = itemgetter(1)
 
 
-def found_in(searcher: Any, text: str) -> set[str]:
+def found_in(searcher: Searcher | None, text: str) -> set[str]:
     """The keys of the needles an :func:`automaton` finds in ``text`` (none without one)."""
-    return set() if searcher is None else set(map(_KEY, searcher.iter(text)))
+    return set() if searcher is None else searcher.found(text)
 
 
 def parsed(pattern: re.Pattern[str]) -> list[tuple[Any, Any]] | None:

@@ -37,11 +37,11 @@ class LiteralGate:
     """Picks, among ``patterns``, those whose necessary substrings all occur in a text.
 
     Read off each pattern's parse tree: the literal runs a match must contain (``<|``, one of
-    ``system``/``admin``/..., ``://``). One pass of an Aho-Corasick automaton (pyahocorasick,
-    in C) finds which of them a text holds, whatever its length, so the guard no longer
-    searches the text once per string. Strings found in most texts (``:``, ``,``, ``at``,
-    ``the``) stay out of the automaton, which would report every occurrence; they are
-    looked for with ``in``, and only for the patterns the rarer strings leave in play. Each
+    ``system``/``admin``/..., ``://``). One pass of an Aho-Corasick automaton (in C, see
+    ``_parse_tree.automaton``) finds which of them a text holds, whatever its length, so the
+    guard no longer searches the text once per string. Strings found in most texts (``:``,
+    ``,``, ``at``, ``the``) stay out of the automaton, which would report every occurrence;
+    they are looked for with ``in``, and only for the patterns the rarer strings leave in play. Each
     alternative of a pattern is keyed by a clause without such common strings where it has
     one (``exfiltrate``/``forward``/... rather than ``at``/``to``), so an ordinary text holds
     no key and costs the one pass. A pattern with nothing to read runs for every text.

@@ -17,9 +17,9 @@ punctuated text: the literal strings a match must contain (``<|``, ``://``, one 
 ``llm,``) are looked for before the pattern runs.
 
 Both gates find every word and string they know in one pass over the text, with an
-Aho-Corasick automaton (pyahocorasick, in C): some 1,700 of them, where a substring search per
-string, or a set of the text's words and their prefixes, cost several times more
-(docs/benchmarks.md, "Injection guard").
+Aho-Corasick automaton (``_scan_native.c``, or pyahocorasick where that was not built): some
+1,700 of them, where a substring search per string, or a set of the text's words and their
+prefixes, cost several times more (docs/benchmarks.md, "Injection guard").
 
 The gates are conservative: a rule whose start cannot be proved anchored to a word, or whose
 letters cannot be read (a character class, a wildcard, an optional prefix that may be empty),
@@ -33,8 +33,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ._parse_tree import (
+    NATIVE,
     REPEATS,
     ZERO_WIDTH,
+    Searcher,
     alternatives,
     automaton,
     found_in,
@@ -44,7 +46,7 @@ from ._parse_tree import (
 )
 from .literal_gate import LiteralGate
 
-__all__ = ["LiteralGate", "Tokens", "WordGate"]
+__all__ = ["NATIVE", "LiteralGate", "Tokens", "WordGate"]
 
 _OPEN, _WORD, _PREFIX = 0, 1, 2  # still reading; the word must equal / start with the text
 _WORD_CHAR = re.compile(r"\w")
@@ -229,7 +231,11 @@ class Tokens:
     __slots__ = ("_automaton", "_offsets", "_padded", "present", "text")
 
     def __init__(
-        self, text: str, automaton: Any, common: frozenset[str], split: list[str] | None = None
+        self,
+        text: str,
+        automaton: Searcher | None,
+        common: frozenset[str],
+        split: list[str] | None = None,
     ) -> None:
         self.text = text
         # A words view separates its words by spaces and newlines only; each needle starts

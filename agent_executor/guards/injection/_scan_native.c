@@ -1,0 +1,418 @@
+/*
+ * The gates' string search in C: which of a few hundred strings occur in a text.
+ *
+ * Why: the rules' and the learned layer's gates search every text once per view for the
+ * strings their patterns need (word_gate.py, literal_gate.py). pyahocorasick reports every
+ * occurrence as a tuple, looks each character up in a list of a node's children, and keeps
+ * its nodes in separate allocations, so a text read after the rest of a request has emptied
+ * the caches pays a miss for most nodes it passes (docs/benchmarks.md). Here the automaton is
+ * one block, nodes numbered breadth first (the shallow nodes, which most characters visit,
+ * share a few cache lines), and each key is reported once per text. An ASCII character is
+ * one load from a table of every node's next node (a DFA: no fail links to follow, no list of
+ * children to search), over the ASCII characters the needles hold, each one column, and one
+ * more for all the others (which lead to the root); any other character follows the trie's
+ * edges and fail links.
+ *
+ * Strings(pairs): pairs of (needle, key), needles non-empty strings; a key is any object,
+ * reported when its needle occurs (several needles may share one).
+ *   found(text) -> set of the keys whose needles occur in text
+ *   iter(text)  -> list of (end, key) for every occurrence, end the index of its last
+ *                  character, in pyahocorasick's order (by end; at one end, longest first)
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ROOT 0
+#define NONE (-1)
+#define SCAN_BELOW 8 /* a node with fewer children is scanned, not bisected */
+
+typedef struct {
+    PyObject_HEAD
+    int32_t nodes;
+    int32_t *first;  /* nodes + 1: the edges of node n are first[n] .. first[n + 1] - 1 */
+    Py_UCS4 *chars;  /* each edge's character, sorted within a node */
+    int32_t *target; /* each edge's node */
+    int32_t *fail;   /* the longest proper suffix of a node's string that is a node */
+    int32_t *key;    /* the key of the needle that ends at a node, or NONE */
+    int32_t *output; /* the node itself if a needle ends there, else the nearest on its
+                        fail chain where one does, or NONE */
+    int32_t *next_output; /* for a node with a key: the next node on its fail chain with one */
+    int32_t root[128];    /* the root's children for ASCII characters, or NONE */
+    uint8_t column[128];  /* an ASCII character's column in the table below, 0 if no needle
+                             holds it */
+    int32_t columns;
+    uint16_t *table;      /* node * columns + column -> the next node; NULL above 65,535 nodes */
+    char *block;          /* every array above, in one allocation */
+    PyObject *keys;       /* tuple: key index -> key */
+} StringsObject;
+
+/* The trie while it is built: children as linked lists, numbered in insertion order. */
+typedef struct {
+    Py_UCS4 c;
+    int32_t child, sibling, key;
+} Draft;
+
+typedef struct {
+    Draft *nodes;
+    int32_t size, capacity;
+} Trie;
+
+static int32_t trie_add(Trie *t, Py_UCS4 c) {
+    if (t->size == t->capacity) {
+        int32_t capacity = t->capacity ? t->capacity * 2 : 256;
+        Draft *grown = PyMem_Realloc(t->nodes, (size_t)capacity * sizeof(Draft));
+        if (grown == NULL) return NONE;
+        t->nodes = grown;
+        t->capacity = capacity;
+    }
+    t->nodes[t->size] = (Draft){c, NONE, NONE, NONE};
+    return t->size++;
+}
+
+static int32_t trie_child(const Trie *t, int32_t node, Py_UCS4 c) {
+    for (int32_t k = t->nodes[node].child; k != NONE; k = t->nodes[k].sibling)
+        if (t->nodes[k].c == c) return k;
+    return NONE;
+}
+
+static int trie_insert(Trie *t, PyObject *needle, int32_t key) {
+    int kind = PyUnicode_KIND(needle);
+    const void *data = PyUnicode_DATA(needle);
+    int32_t node = ROOT;
+    for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(needle); i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int32_t next = trie_child(t, node, c);
+        if (next == NONE) {
+            next = trie_add(t, c);
+            if (next == NONE) return -1;
+            t->nodes[next].sibling = t->nodes[node].child;
+            t->nodes[node].child = next;
+        }
+        node = next;
+    }
+    if (t->nodes[node].key == NONE) t->nodes[node].key = key; /* the first pair wins */
+    return 0;
+}
+
+static inline int32_t child_of(const StringsObject *s, int32_t node, Py_UCS4 c) {
+    if (node == ROOT && c < 128) return s->root[c];
+    int32_t lo = s->first[node], hi = s->first[node + 1];
+    if (hi - lo < SCAN_BELOW) {
+        for (; lo < hi; lo++)
+            if (s->chars[lo] == c) return s->target[lo];
+        return NONE;
+    }
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (s->chars[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->first[node + 1] && s->chars[lo] == c ? s->target[lo] : NONE;
+}
+
+static int compare_edges(const void *a, const void *b) {
+    Py_UCS4 x = ((const Draft *)a)->c, y = ((const Draft *)b)->c;
+    return (x > y) - (x < y);
+}
+
+/* The trie's nodes in breadth-first order, as edges sorted by character; then the fail
+ * links, which need every node of a smaller depth first. */
+static int strings_compile(StringsObject *s, Trie *t) {
+    int32_t n = t->size, edges = n - 1;
+    memset(s->column, 0, sizeof(s->column));
+    s->columns = 1;
+    for (int32_t k = 1; k < n; k++) {
+        Py_UCS4 c = t->nodes[k].c;
+        if (c < 128 && s->column[c] == 0) s->column[c] = (uint8_t)s->columns++;
+    }
+    size_t cells = n <= UINT16_MAX ? (size_t)n * (size_t)s->columns : 0;
+    size_t ints = (size_t)(n + 1) + (size_t)edges + 4 * (size_t)n;
+    s->block = PyMem_Calloc(ints * sizeof(int32_t) + (size_t)edges * sizeof(Py_UCS4) +
+                                cells * sizeof(uint16_t) + 1,
+                            1);
+    int32_t *order = PyMem_Malloc((size_t)n * sizeof(int32_t)); /* new number -> draft */
+    int32_t *renamed = PyMem_Malloc((size_t)n * sizeof(int32_t)); /* draft -> new number */
+    Draft *kids = PyMem_Malloc((size_t)(edges > 0 ? edges : 1) * sizeof(Draft));
+    if (s->block == NULL || order == NULL || renamed == NULL || kids == NULL) {
+        PyMem_Free(order);
+        PyMem_Free(renamed);
+        PyMem_Free(kids);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int32_t *p = (int32_t *)s->block;
+    s->first = p, p += n + 1;
+    s->target = p, p += edges;
+    s->fail = p, p += n;
+    s->key = p, p += n;
+    s->output = p, p += n;
+    s->next_output = p, p += n;
+    s->chars = (Py_UCS4 *)p;
+    s->table = cells ? (uint16_t *)(s->chars + edges) : NULL;
+    s->nodes = n;
+
+    int32_t head = 0, tail = 0, edge = 0;
+    order[tail++] = ROOT;
+    renamed[ROOT] = ROOT;
+    while (head < tail) {
+        int32_t at = head, draft = order[head++], count = 0;
+        for (int32_t k = t->nodes[draft].child; k != NONE; k = t->nodes[k].sibling) {
+            kids[count] = t->nodes[k];
+            kids[count++].child = k; /* carry the draft's number through the sort */
+        }
+        qsort(kids, (size_t)count, sizeof(Draft), compare_edges);
+        s->first[at] = edge;
+        s->key[at] = t->nodes[draft].key;
+        for (int32_t i = 0; i < count; i++) {
+            renamed[kids[i].child] = tail;
+            s->chars[edge] = kids[i].c;
+            s->target[edge++] = tail;
+            order[tail++] = kids[i].child;
+        }
+    }
+    s->first[n] = edge;
+    for (int c = 0; c < 128; c++) s->root[c] = NONE;
+    for (int32_t e = s->first[ROOT]; e < s->first[ROOT + 1]; e++)
+        if (s->chars[e] < 128) s->root[s->chars[e]] = s->target[e];
+
+    s->fail[ROOT] = ROOT;
+    s->output[ROOT] = NONE;
+    s->next_output[ROOT] = NONE;
+    for (int32_t node = 0; node < n; node++) { /* breadth first: parents before children */
+        for (int32_t e = s->first[node]; e < s->first[node + 1]; e++) {
+            int32_t kid = s->target[e], f = NONE;
+            if (node != ROOT) {
+                for (int32_t back = s->fail[node];; back = s->fail[back]) {
+                    f = child_of(s, back, s->chars[e]);
+                    if (f != NONE || back == ROOT) break;
+                }
+            }
+            s->fail[kid] = f == NONE ? ROOT : f;
+            int32_t inherited = s->output[s->fail[kid]];
+            s->next_output[kid] = s->key[kid] == NONE ? NONE : inherited;
+            s->output[kid] = s->key[kid] == NONE ? inherited : kid;
+        }
+        if (s->table != NULL) { /* a child, else where the fail link's row goes */
+            uint16_t *row = s->table + (size_t)node * (size_t)s->columns;
+            if (node != ROOT)
+                memcpy(row, s->table + (size_t)s->fail[node] * (size_t)s->columns,
+                       (size_t)s->columns * sizeof(uint16_t));
+            for (int32_t e = s->first[node]; e < s->first[node + 1]; e++)
+                if (s->chars[e] < 128) row[s->column[s->chars[e]]] = (uint16_t)s->target[e];
+        }
+    }
+    PyMem_Free(order);
+    PyMem_Free(renamed);
+    PyMem_Free(kids);
+    return 0;
+}
+
+static int strings_init(StringsObject *self, PyObject *args, PyObject *kwds) {
+    PyObject *pairs, *seq = NULL, *index = NULL, *keys = NULL;
+    Trie trie = {NULL, 0, 0};
+    int status = -1;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) > 0) {
+        PyErr_SetString(PyExc_TypeError, "Strings() takes no keyword arguments");
+        return -1;
+    }
+    if (self->block != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Strings() is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O:Strings", &pairs)) return -1;
+    seq = PySequence_Fast(pairs, "Strings() takes a sequence of (needle, key) pairs");
+    index = PyDict_New();
+    keys = PyList_New(0);
+    if (seq == NULL || index == NULL || keys == NULL || trie_add(&trie, 0) == NONE) goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *needle, *key;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "Strings() takes (needle, key) pairs");
+            goto done;
+        }
+        needle = PyTuple_GET_ITEM(pair, 0);
+        key = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_Check(needle) || PyUnicode_GET_LENGTH(needle) == 0) {
+            PyErr_SetString(PyExc_ValueError, "a needle is a non-empty string");
+            goto done;
+        }
+        PyObject *number = PyDict_GetItemWithError(index, key);
+        if (number == NULL) {
+            if (PyErr_Occurred()) goto done;
+            number = PyLong_FromSsize_t(PyList_GET_SIZE(keys));
+            if (number == NULL) goto done;
+            int failed = PyDict_SetItem(index, key, number) < 0 || PyList_Append(keys, key) < 0;
+            Py_DECREF(number);
+            if (failed) goto done;
+            number = PyDict_GetItem(index, key);
+        }
+        if (trie_insert(&trie, needle, (int32_t)PyLong_AsLong(number)) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    if (strings_compile(self, &trie) < 0) goto done;
+    self->keys = PyList_AsTuple(keys);
+    status = self->keys == NULL ? -1 : 0;
+done:
+    PyMem_Free(trie.nodes);
+    Py_XDECREF(seq);
+    Py_XDECREF(index);
+    Py_XDECREF(keys);
+    return status;
+}
+
+static void strings_dealloc(StringsObject *self) {
+    PyMem_Free(self->block);
+    Py_XDECREF(self->keys);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* One step of the automaton: from node, having read c. */
+static inline int32_t step(const StringsObject *s, int32_t node, Py_UCS4 c) {
+    for (;;) {
+        int32_t next = child_of(s, node, c);
+        if (next != NONE) return next;
+        if (node == ROOT) return ROOT;
+        node = s->fail[node];
+    }
+}
+
+/* Walks text, calling REPORT(node, i) for each node on the output chain at each index i. */
+#define WALK(TYPE, REPORT)                                                     \
+    do {                                                                       \
+        const TYPE *chars = (const TYPE *)data;                                \
+        const uint16_t *table = s->table;                                      \
+        const uint8_t *column = s->column;                                     \
+        size_t columns = (size_t)s->columns;                                   \
+        int32_t node = ROOT;                                                   \
+        for (Py_ssize_t i = 0; i < length; i++) {                              \
+            Py_UCS4 c = chars[i];                                              \
+            if (c < 128 && table != NULL)                                      \
+                node = table[(size_t)node * columns + column[c]];              \
+            else                                                               \
+                node = step(s, node, c);                                       \
+            for (int32_t hit = s->output[node]; hit != NONE;                   \
+                 hit = s->next_output[hit]) {                                  \
+                REPORT;                                                        \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+#define DISPATCH(REPORT)                                                 \
+    switch (kind) {                                                      \
+        case PyUnicode_1BYTE_KIND: WALK(Py_UCS1, REPORT); break;         \
+        case PyUnicode_2BYTE_KIND: WALK(Py_UCS2, REPORT); break;         \
+        default: WALK(Py_UCS4, REPORT); break;                           \
+    }
+
+static int ready(const StringsObject *s) {
+    if (s->keys != NULL) return 1;
+    PyErr_SetString(PyExc_ValueError, "Strings() was not initialised");
+    return 0;
+}
+
+static PyObject *strings_found(StringsObject *s, PyObject *text) {
+    if (!ready(s)) return NULL;
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "found() takes a string");
+        return NULL;
+    }
+    Py_ssize_t nkeys = PyTuple_GET_SIZE(s->keys), length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    uint8_t small[512];
+    uint8_t *seen = nkeys <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)nkeys);
+    PyObject *out = PySet_New(NULL);
+    if (seen == NULL || out == NULL) {
+        if (seen != small) PyMem_Free(seen);
+        Py_XDECREF(out);
+        return seen == NULL ? PyErr_NoMemory() : NULL;
+    }
+    memset(seen, 0, (size_t)nkeys);
+    int failed = 0;
+    DISPATCH({
+        int32_t k = s->key[hit];
+        if (!seen[k]) {
+            seen[k] = 1;
+            failed |= PySet_Add(out, PyTuple_GET_ITEM(s->keys, k)) < 0;
+        }
+    });
+    if (seen != small) PyMem_Free(seen);
+    if (failed) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyObject *strings_iter(StringsObject *s, PyObject *text) {
+    if (!ready(s)) return NULL;
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "iter() takes a string");
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    int failed = 0;
+    DISPATCH({
+        if (!failed) {
+            PyObject *item = Py_BuildValue("(nO)", i, PyTuple_GET_ITEM(s->keys, s->key[hit]));
+            failed = item == NULL || PyList_Append(out, item) < 0;
+            Py_XDECREF(item);
+        }
+    });
+    if (failed) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyMethodDef strings_methods[] = {
+    {"found", (PyCFunction)strings_found, METH_O,
+     "found(text): the set of the keys whose needles occur in text."},
+    {"iter", (PyCFunction)strings_iter, METH_O,
+     "iter(text): (end, key) for every occurrence of a needle, end the index of its last "
+     "character, by end and at one end longest first (as pyahocorasick's Automaton.iter)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StringsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "agent_executor.guards.injection._scan_native.Strings",
+    .tp_basicsize = sizeof(StringsObject),
+    .tp_dealloc = (destructor)strings_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Strings(pairs): an Aho-Corasick automaton of (needle, key) pairs in one block.",
+    .tp_methods = strings_methods,
+    .tp_init = (initproc)strings_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "agent_executor.guards.injection._scan_native",
+    .m_doc = "The gates' string search, in C (see _parse_tree.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__scan_native(void) {
+    if (PyType_Ready(&StringsType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&StringsType);
+    if (PyModule_AddObject(m, "Strings", (PyObject *)&StringsType) < 0) {
+        Py_DECREF(&StringsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
