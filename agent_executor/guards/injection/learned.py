@@ -106,7 +106,10 @@ _PAIRED_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{
 STRUCTURE: Final[dict[str, tuple[str, str]]] = {
     # Markers written from the jailbreak taxonomy of Shen et al., "Do Anything Now" (CCS 2024)
     # and Wei et al., "Jailbroken" (NeurIPS 2023): what a jailbreak has to say, in any wording.
-    # name: (words one of which must be in the text, the pattern run only then)
+    # name: (words one of which must be in the text, the pattern run only then). In "policy"
+    # and "anything" every alternative opens with \b: searched for in a long text, each took
+    # half the time it took with its words alone (docs/benchmarks.md); in "fromnow" it took
+    # three times as long, so it has none.
     # a new, named identity is set up for the model
     "persona": (
         "named called known stands another different alternate unrestricted unfiltered immerse"
@@ -139,9 +142,9 @@ STRUCTURE: Final[dict[str, tuple[str, str]]] = {
     # the model's makers and their rules named as the obstacle
     "policy": (
         "openai anthropic policy policies guidelines safety language",
-        r"\bopenai\b|\banthropic\b|content polic\w+|usage polic\w+|ethical guidelines"
+        r"\bopenai\b|\banthropic\b|\b(?:content polic\w+|usage polic\w+|ethical guidelines"
         r"|safety (?:filters?|guidelines|protocols|measures|restrictions)"
-        r"|as an ai language model",
+        r"|as an ai language model)",
     ),
     # what the new persona is
     "amoral": (
@@ -152,8 +155,9 @@ STRUCTURE: Final[dict[str, tuple[str, str]]] = {
     ),
     "anything": (
         "anything matter",
-        r"\bdo anything\b|\bcan do anything|anything (?:now|at all|i ask|they want)"
-        r"|no matter how (?:\w+ ){0,2}?(?:immoral|unethical|illegal|dangerous|offensive|harmful)",
+        r"\b(?:do anything\b|can do anything|anything (?:now|at all|i ask|they want)"
+        r"|no matter how (?:\w+ ){0,2}?(?:immoral|unethical|illegal|dangerous|offensive"
+        r"|harmful))",
     ),
     "mode": (
         "mode",
