@@ -13,8 +13,9 @@
  * more for all the others (which lead to the root); any other character follows the trie's
  * edges and fail links.
  *
- * Strings(pairs): pairs of (needle, key), needles non-empty strings; a key is any object,
- * reported when its needle occurs (several needles may share one).
+ * Strings(pairs): pairs of (needle, key), needles non-empty strings; a key is any hashable
+ * object, reported when its needle occurs (several needles may share one; a needle given
+ * twice keeps its first key).
  *   found(text) -> set of the keys whose needles occur in text
  *   iter(text)  -> list of (end, key) for every occurrence, end the index of its last
  *                  character, in pyahocorasick's order (by end; at one end, longest first)
@@ -135,11 +136,9 @@ static int strings_compile(StringsObject *s, Trie *t) {
                                 cells * sizeof(uint16_t) + 1,
                             1);
     int32_t *order = PyMem_Malloc((size_t)n * sizeof(int32_t)); /* new number -> draft */
-    int32_t *renamed = PyMem_Malloc((size_t)n * sizeof(int32_t)); /* draft -> new number */
     Draft *kids = PyMem_Malloc((size_t)(edges > 0 ? edges : 1) * sizeof(Draft));
-    if (s->block == NULL || order == NULL || renamed == NULL || kids == NULL) {
+    if (s->block == NULL || order == NULL || kids == NULL) {
         PyMem_Free(order);
-        PyMem_Free(renamed);
         PyMem_Free(kids);
         PyErr_NoMemory();
         return -1;
@@ -157,7 +156,6 @@ static int strings_compile(StringsObject *s, Trie *t) {
 
     int32_t head = 0, tail = 0, edge = 0;
     order[tail++] = ROOT;
-    renamed[ROOT] = ROOT;
     while (head < tail) {
         int32_t at = head, draft = order[head++], count = 0;
         for (int32_t k = t->nodes[draft].child; k != NONE; k = t->nodes[k].sibling) {
@@ -168,7 +166,6 @@ static int strings_compile(StringsObject *s, Trie *t) {
         s->first[at] = edge;
         s->key[at] = t->nodes[draft].key;
         for (int32_t i = 0; i < count; i++) {
-            renamed[kids[i].child] = tail;
             s->chars[edge] = kids[i].c;
             s->target[edge++] = tail;
             order[tail++] = kids[i].child;
@@ -206,7 +203,6 @@ static int strings_compile(StringsObject *s, Trie *t) {
         }
     }
     PyMem_Free(order);
-    PyMem_Free(renamed);
     PyMem_Free(kids);
     return 0;
 }
@@ -282,7 +278,8 @@ static inline int32_t step(const StringsObject *s, int32_t node, Py_UCS4 c) {
     }
 }
 
-/* Walks text, calling REPORT(node, i) for each node on the output chain at each index i. */
+/* Walks text; at each index i, runs REPORT for each node hit of the output chain (each needle
+ * that ends at i). */
 #define WALK(TYPE, REPORT)                                                     \
     do {                                                                       \
         const TYPE *chars = (const TYPE *)data;                                \
