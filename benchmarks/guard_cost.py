@@ -58,9 +58,20 @@ Reading it
   model, which would hide the guard's cost); the count is printed, and benign refusals by the
   service are counted too (they should be 0).
 
+Against another commit
+----------------------
+``--base REV`` runs a third service with the guard of that revision (``git archive`` of its
+``agent_executor`` and ``server``, its C parts compiled as an install does), sent the same
+texts at the same time as the other two, so that the two guards see the same machine load
+(run one after the other, on this shared machine the runs moved by more than a change to the
+guard does). A second table gives, per kind of benign text, the base's and this tree's guard
+time in the service (pooled, and round by round) and on − off. The base's on − off is taken
+against this tree's guard-off service: where the two trees differ outside the guard, that
+difference is in it too.
+
 ``python benchmarks/guard_cost.py`` (about 2 minutes; ``--quick``: under a minute;
-``--rounds N``). Prints a markdown table for docs/benchmarks.md and writes
-``benchmarks/results/guard_cost.json``.
+``--rounds N``; ``--base REV``: a third more). Prints a markdown table for
+docs/benchmarks.md and writes ``benchmarks/results/guard_cost.json``.
 """
 
 from __future__ import annotations
@@ -450,18 +461,21 @@ async def measure(
     rounds: int,
     clients: int,
     together: bool,
+    base: GuardService | None = None,
 ) -> dict[str, list[dict[str, Batch]]]:
-    """Warm both services, then ``rounds`` rounds per set: both services at once
-    (``together``), or one after the other, the order alternating from round to round."""
+    """Warm the services, then ``rounds`` rounds per set: every service at once
+    (``together``), or one after the other, the order alternating from round to round.
+    ``base`` (``--base``) is a guarded service of another tree, sent the same texts."""
     results: dict[str, list[dict[str, Batch]]] = {s.key: [] for s in sets}
     timeout = aiohttp.ClientTimeout(total=300)
-    connector = aiohttp.TCPConnector(limit=2 * clients)
+    services = [on, off] if base is None else [on, off, base]
+    connector = aiohttp.TCPConnector(limit=len(services) * clients)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         log("warm-up")
         for text_set in sets:
-            await run_batches(session, [on, off], text_set.rounds[0], clients)
+            await run_batches(session, services, text_set.rounds[0], clients)
         for r in range(1, rounds + 1):
-            order = [on, off] if r % 2 else [off, on]
+            order = services if r % 2 else services[::-1]
             for text_set in sets:
                 texts = text_set.rounds[r]
                 if together:
@@ -472,11 +486,12 @@ async def measure(
                         batches.update(await run_batches(session, [service], texts, clients))
                 results[text_set.key].append(batches)
                 b_on, b_off = batches["on"], batches["off"]
+                also = "" if base is None else f", base {batches['base'].us_per_message:8.0f}"
                 log(
                     f"round {r}/{rounds} {text_set.key:6} n={len(texts):3}: on "
                     f"{b_on.us_per_message:8.0f} µs/msg ({b_on.wall_s:4.1f} s), off "
                     f"{b_off.us_per_message:8.0f} µs/msg ({b_off.wall_s:4.1f} s), diff "
-                    f"{b_on.us_per_message - b_off.us_per_message:+7.0f}"
+                    f"{b_on.us_per_message - b_off.us_per_message:+7.0f}{also}"
                 )
     return results
 
@@ -519,22 +534,43 @@ def summarise(text_set: TextSet, rounds: list[dict[str, Batch]]) -> dict[str, An
         "threads_changed": any(b.threads_changed for b in batches),
         "schedstat_vs_stat_max_rel_gap": stat_gap,
         "batches": [{k: _batch_dict(v) for k, v in r.items()} for r in rounds],
+        "in_service_us_round_medians": _round_medians(rounds, "on"),
+        **(_base_figures(rounds, off) if "base" in rounds[0] else {}),
     }
 
 
-def _in_service_median(rounds: list[dict[str, Batch]]) -> float | None:
-    """Median µs of the guard's own timing in the service, all rounds' observations pooled."""
+def _base_figures(rounds: list[dict[str, Batch]], off: list[float]) -> dict[str, Any]:
+    """The ``--base`` service's figures, measured as the tree's own are."""
+    on = [b["base"].us_per_message for b in rounds]
+    return {
+        "base_on_us_per_message": statistics.median(on),
+        "base_cost_us_per_message": statistics.median(a - b for a, b in zip(on, off, strict=True)),
+        "base_in_service_us_median": _in_service_median(rounds, "base"),
+        "base_in_service_us_mean": _in_service_mean(rounds, "base"),
+        "base_in_service_us_round_medians": _round_medians(rounds, "base"),
+    }
+
+
+def _round_medians(rounds: list[dict[str, Batch]], name: str) -> list[float | None]:
+    """Each round's median µs of the guard's own timing in service ``name``."""
+    medians = [histogram_median(r[name].guard_buckets) for r in rounds]
+    return [None if m is None else m * 1e6 for m in medians]
+
+
+def _in_service_median(rounds: list[dict[str, Batch]], name: str = "on") -> float | None:
+    """Median µs of the guard's own timing in service ``name``, all rounds' observations
+    pooled."""
     pooled: dict[float, float] = {}
     for r in rounds:
-        for le, count in r["on"].guard_buckets.items():
+        for le, count in r[name].guard_buckets.items():
             pooled[le] = pooled.get(le, 0.0) + count
     median = histogram_median(pooled)
     return None if median is None else median * 1e6
 
 
-def _in_service_mean(rounds: list[dict[str, Batch]]) -> float | None:
-    count = sum(r["on"].guard_buckets.get(math.inf, 0.0) for r in rounds)
-    return sum(r["on"].guard_seconds for r in rounds) / count * 1e6 if count else None
+def _in_service_mean(rounds: list[dict[str, Batch]], name: str = "on") -> float | None:
+    count = sum(r[name].guard_buckets.get(math.inf, 0.0) for r in rounds)
+    return sum(r[name].guard_seconds for r in rounds) / count * 1e6 if count else None
 
 
 def _merged_errors(batches: list[Batch]) -> dict[str, int]:
@@ -604,7 +640,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         f"Service CPU time (schedstat) per message, `POST /api/chat`, demo model without tools, "
         f"{meta['clients']} concurrent clients per service; median of {meta['rounds']} rounds "
-        f"({'both services at once' if meta['schedule'] == 'together' else 'on/off alternating'}"
+        f"({'the services at once' if meta['schedule'] == 'together' else 'one after the other'}"
         f"), fresh texts each round after a warm-up. {meta['machine']}; "
         f"commit {meta['commit']}{' (modified)' if meta['dirty'] else ''}.",
     ]
@@ -626,7 +662,40 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"- {row['label']}: the service's threads changed during a batch; that batch's "
                 "CPU is read from /proc/<pid>/stat (10 ms ticks), which counts exited threads."
             )
-    return "\n".join(lines + notes)
+    return "\n".join(lines + notes + _base_table(rows, meta))
+
+
+def _base_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
+    """With ``--base``: that tree's guard beside this one's, measured in the same batches."""
+    if not meta.get("base"):
+        return []
+    lines = [
+        "",
+        f"`{meta['base']}` → this tree, sent the same texts at the same time (`--base`): "
+        "the guard's own time in the service, median µs of all rounds pooled and of each "
+        "round, and on − off CPU per message (median of the rounds).",
+        "",
+        "| texts | in the service | each round | on − off |",
+        "|---|---|---|---|",
+    ]
+    for row in rows:
+        if not row["benign"]:
+            continue
+        old, new = row["base_in_service_us_median"], row["in_service_us_median"]
+        inside = "—" if old is None or new is None else f"{old:,.0f} → **{new:,.0f}**"
+        each = ", ".join(
+            "—" if a is None or b is None else f"{a:,.0f} → {b:,.0f}"
+            for a, b in zip(
+                row["base_in_service_us_round_medians"],
+                row["in_service_us_round_medians"],
+                strict=True,
+            )
+        )
+        lines.append(
+            f"| {row['label']} | {inside} | {each} | "
+            f"{row['base_cost_us_per_message']:,.0f} → **{row['cost_us_per_message']:,.0f}** |"
+        )
+    return lines
 
 
 def _verdicts(row: dict[str, Any], scale: float, target: float) -> str:
@@ -676,6 +745,12 @@ def main(argv: list[str] | None = None) -> int:
         help="send each round's texts to both services at once (default: the same machine "
         "load for both), or to one then the other, alternating the order",
     )
+    parser.add_argument(
+        "--base",
+        metavar="REV",
+        help="also run the guard of this git revision (its agent_executor and server, C parts "
+        "built) in a third service, sent the same texts at the same time",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results")
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 5)
@@ -706,6 +781,7 @@ def main(argv: list[str] | None = None) -> int:
         "dirty": dirty,
         "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
         "load_average_start": os.getloadavg(),
+        "base": args.base,
     }
     with tempfile.TemporaryDirectory(prefix="guard-cost-") as tmp:
         agents_file = Path(tmp) / "agents.json"
@@ -715,10 +791,25 @@ def main(argv: list[str] | None = None) -> int:
         try:
             services.append(GuardService(True, agents_file, log_dir, 2 * args.clients))
             services.append(GuardService(False, agents_file, log_dir, 2 * args.clients))
-            on, off = services
+            if args.base:
+                from benchmarks.guard_instructions import unpack
+
+                tree = unpack(args.base, Path(tmp), ("agent_executor", "server"))
+                services.append(
+                    GuardService(True, agents_file, log_dir, 2 * args.clients, tree, "base")
+                )
+            on, off, *base = services
             meta["service_cmd"] = on.cmd
             results = asyncio.run(
-                measure(sets, on, off, rounds, args.clients, args.schedule == "together")
+                measure(
+                    sets,
+                    on,
+                    off,
+                    rounds,
+                    args.clients,
+                    args.schedule == "together",
+                    base[0] if base else None,
+                )
             )
         finally:
             for service in services:
