@@ -53,7 +53,6 @@ NATIVE = {
     ),
 }
 """The C parts: module name -> source."""
-NATIVE_SOURCE = NATIVE["agent_executor.guards.injection._learned_native"]
 
 
 def build_native(root: str) -> list[Path]:

@@ -5,7 +5,7 @@
 Timed CPU per message moves by 30-50% from one minute to the next on this shared VM, more than
 a change to the rules does; instructions do not. For each tree (the working tree's
 ``agent_executor`` copied, and ``--base`` unpacked with ``git archive``, into a temporary
-directory, each with the guard's C part compiled as an install does), three processes run
+directory, each with the guard's C parts compiled as an install does), three processes run
 ``score_text`` under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``): each imports the
 guard and scores 200 benign texts of about 100 characters to warm the learned layer's cache;
 one stops there, one then scores ``--short`` further texts of 100 characters, one ``--medium``
@@ -50,7 +50,7 @@ sys.path.insert(0, str(CORPUS.parent))
 from corpus_rows import read_rows  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from hatch_build import NATIVE_SOURCE, build_native  # noqa: E402
+from hatch_build import build_native  # noqa: E402
 
 WARMUP = 200
 LONG_CHARS = 20_000
@@ -156,7 +156,7 @@ def copied(into: Path) -> Path:
 
 def unpack(revision: str, into: Path, paths: tuple[str, ...] = ("agent_executor",)) -> Path:
     """``paths`` as they are at ``revision``, unpacked into ``into/base`` (its path), with the
-    guard's C part compiled there if that revision has one (as an install would: a checkout
+    guard's C parts compiled there, those that revision has (as an install would: a checkout
     holds no compiled file, and the tree would otherwise be measured in Python)."""
     archive = subprocess.run(
         ["git", "archive", "--format=tar", revision, *paths],
@@ -175,9 +175,8 @@ def unpack(revision: str, into: Path, paths: tuple[str, ...] = ("agent_executor"
 
 
 def _built(tree: Path) -> Path:
-    """``tree``, with the guard's C part compiled in it if it has one (as an install would)."""
-    if (tree / NATIVE_SOURCE).exists():
-        build_native(str(tree))
+    """``tree``, with the guard's C parts compiled in it, those it has (as an install would)."""
+    build_native(str(tree))
     return tree
 
 

@@ -322,20 +322,22 @@ static PyObject *strings_found(StringsObject *s, PyObject *text) {
     Py_ssize_t nkeys = PyTuple_GET_SIZE(s->keys), length = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    uint8_t small[512];
-    uint8_t *seen = nkeys <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)nkeys);
+    uint8_t small[512]; /* a bit per key: 4,096 keys without an allocation */
+    size_t bytes = (size_t)nkeys / 8 + 1;
+    uint8_t *seen = bytes <= sizeof(small) ? small : PyMem_Malloc(bytes);
     PyObject *out = PySet_New(NULL);
     if (seen == NULL || out == NULL) {
         if (seen != small) PyMem_Free(seen);
         Py_XDECREF(out);
         return seen == NULL ? PyErr_NoMemory() : NULL;
     }
-    memset(seen, 0, (size_t)nkeys);
+    memset(seen, 0, bytes);
     int failed = 0;
     DISPATCH({
         int32_t k = s->key[hit];
-        if (!seen[k]) {
-            seen[k] = 1;
+        uint8_t bit = (uint8_t)(1u << (k & 7));
+        if (!(seen[k >> 3] & bit)) {
+            seen[k >> 3] |= bit;
             failed |= PySet_Add(out, PyTuple_GET_ITEM(s->keys, k)) < 0;
         }
     });
