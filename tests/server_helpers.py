@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -50,7 +51,12 @@ def free_port() -> int:
 def service_process(
     *args: str, env: Mapping[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``python -m server`` on a free port; yields the process and its base URL."""
+    """``python -m server`` on a free port; yields the process and its base URL.
+
+    Its output is a pipe, which a test may read as it goes; one read only at the end holds
+    64 KiB (a few hundred requests' log lines) before the service blocks on it: a busier
+    test starts its service with :func:`logged_process`.
+    """
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "server", "--port", str(port), *args],
@@ -66,6 +72,27 @@ def service_process(
         yield process, base
     finally:
         stop(process)
+
+
+def logged_process(argv: list[str], **popen: Any) -> subprocess.Popen[str]:
+    """``argv`` started in ``ROOT`` with its output (stdout and stderr) in a file, which
+    ``process.stdout`` reads from the start (what has been written so far; it does not wait
+    for more).
+
+    Not a pipe: a pipe holds 64 KiB, and one that the test reads only once the process has
+    ended fills up while a busy service logs (a line per request, two per run), after which
+    every log call blocks the service's event loop until the test's own client times out.
+    """
+    fd, path = tempfile.mkstemp(prefix="service-", suffix=".log")
+    try:
+        process = subprocess.Popen(
+            argv, cwd=ROOT, stdout=fd, stderr=subprocess.STDOUT, text=True, **popen
+        )
+        process.stdout = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 (stop)
+    finally:
+        os.close(fd)
+        os.unlink(path)  # read through the open file; nothing left behind
+    return process
 
 
 def stop(process: subprocess.Popen[str]) -> None:

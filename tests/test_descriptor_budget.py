@@ -20,12 +20,14 @@ import pytest
 from server.descriptors import PER_STREAM, DescriptorBudget
 
 from .fakes.tool_model import ThreadedModelServer, served_tool_model
-from .server_helpers import ROOT, _wait_healthy, free_port, stop
+from .server_helpers import _wait_healthy, free_port, logged_process, stop
 
 LIMIT = 200
 STREAMS = 100
 
 _Outcome = tuple[int, str | None, str]
+_PATIENCE = 40
+"""Seconds the streams get, under pytest's 60: a stall fails with the service's log."""
 
 
 def test_the_budget_keeps_a_reserve() -> None:
@@ -50,14 +52,13 @@ async def _burst(model: ThreadedModelServer, streams: int) -> tuple[list[_Outcom
     """``streams`` slow streams at once against a service limited to ``LIMIT`` descriptors:
     each one's status, ``Connection`` header and body; the service's log; its metrics."""
     port = free_port()
-    process = subprocess.Popen(
+    process = logged_process(
         [
             sys.executable, "-m", "server", "--port", str(port),
             "--model", "openai/test-model", "--api-base", model.base_url, "--api-key", "sk-test",
             "--tools", "tests/interop/slow_tools.py", "--max-concurrency", "400",
         ],
-        cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, preexec_fn=_limited,
+        env=dict(os.environ), preexec_fn=_limited,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     outcomes: list[_Outcome] = []
@@ -68,21 +69,33 @@ async def _burst(model: ThreadedModelServer, streams: int) -> tuple[list[_Outcom
             text = (await response.aread()).decode()
             outcomes.append((response.status_code, response.headers.get("connection"), text))
 
+    metrics = ""
     try:
         _wait_healthy(process, base)
         limits = httpx.Limits(max_connections=streams + 10)
-        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-            async with anyio.create_task_group() as tg:
-                for number in range(streams):
-                    tg.start_soon(one, client, number)
-            metrics = (await client.get(f"{base}/metrics")).text
+        async with httpx.AsyncClient(timeout=_PATIENCE, limits=limits) as client:
+            with anyio.move_on_after(_PATIENCE) as waiting:
+                async with anyio.create_task_group() as tg:
+                    for number in range(streams):
+                        tg.start_soon(one, client, number)
+            if not waiting.cancelled_caught:
+                metrics = (await client.get(f"{base}/metrics")).text
     finally:
         process.send_signal(signal.SIGTERM)
         try:
-            log, _ = process.communicate(timeout=30)
+            process.wait(30)
         except subprocess.TimeoutExpired:
             stop(process)
             raise
+        assert process.stdout is not None
+        log = process.stdout.read()
+        stop(process)
+    assert len(outcomes) == streams, (
+        f"{len(outcomes)} of {streams} streams ended within {_PATIENCE} s; the test process has "
+        f"{len(os.listdir('/proc/self/fd'))} descriptors open of "
+        f"{resource.getrlimit(resource.RLIMIT_NOFILE)[0]}; the service's log ends:\n"
+        f"{log[-3000:]}"
+    )
     return outcomes, log, metrics
 
 
