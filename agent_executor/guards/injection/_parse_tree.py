@@ -24,6 +24,8 @@ __all__ = [
     "NATIVE",
     "REPEATS",
     "ZERO_WIDTH",
+    "Chooser",
+    "Gate",
     "Searcher",
     "alternatives",
     "automaton",
@@ -78,18 +80,29 @@ class _Automaton:
         return self._automaton.iter(text)  # type: ignore[no-any-return]
 
 
-def _native_strings() -> Callable[[list[tuple[str, str]]], Searcher] | None:
-    """The C automaton's class, built from ``_scan_native.c`` at install; ``None`` where no
-    compiler was there (pyahocorasick searches instead)."""
+def _native() -> Any:
+    """``_scan_native``, built from ``_scan_native.c`` at install; ``None`` where no compiler
+    was there (pyahocorasick searches instead, and the gates choose in Python)."""
     try:
-        module = import_module(f"{__package__}._scan_native")
+        return import_module(f"{__package__}._scan_native")
     except ImportError:
         return None
-    strings: Callable[[list[tuple[str, str]]], Searcher] = module.Strings
-    return strings
 
 
-_Strings: Final = _native_strings()
+class Chooser(Protocol):
+    """What :class:`~.word_gate.WordGate` asks of ``_scan_native.Gate``."""
+
+    def runnable(self, present: Iterable[str]) -> list[int]:
+        """The patterns, in order, that the keys in ``present`` let run."""
+        ...
+
+
+_module: Final = _native()
+_Strings: Final[Callable[[list[tuple[str, str]]], Searcher] | None] = getattr(
+    _module, "Strings", None
+)
+Gate: Final[Callable[..., Chooser] | None] = getattr(_module, "Gate", None)
+"""``_scan_native.Gate`` (``None`` where the C part was not built)."""
 NATIVE: Final = _Strings is not None
 """Whether the gates search in C (``_scan_native``), as installs with a compiler do."""
 

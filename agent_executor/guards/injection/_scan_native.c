@@ -1,5 +1,6 @@
 /*
- * The gates' string search in C: which of a few hundred strings occur in a text.
+ * The gates in C: which of a few hundred strings occur in a text (Strings), and which of a
+ * gate's patterns the strings found let run (Gate, at the end of this file).
  *
  * Why: the rules' and the learned layer's gates search every text once per view for the
  * strings their patterns need (word_gate.py, literal_gate.py). pyahocorasick reports every
@@ -396,20 +397,276 @@ static PyTypeObject StringsType = {
     .tp_new = PyType_GenericNew,
 };
 
+/*
+ * Gate(keys, starts, needs, keyed, unkeyed): which of a gate's patterns can match, given the
+ * keys a text holds (word_gate.WordGate.runnable, whose Python the tests compare it with).
+ *   keys:    the key strings, numbered by position
+ *   starts:  per pattern, the key numbers one of which must be present, or None
+ *   needs:   per pattern, None or its alternatives: each a sequence of clauses, each a
+ *            sequence of key numbers one of which must be present
+ *   keyed:   per key number, the patterns looked at when it is present
+ *   unkeyed: the patterns always looked at
+ *   runnable(present) -> list, in order, of the patterns looked at whose start clause holds
+ *                        and, unless their needs are None, every clause of one alternative
+ * Python walked sets of strings for this: a frozenset union and an isdisjoint per clause.
+ */
+
+typedef struct {
+    int32_t *items;
+    Py_ssize_t size, capacity;
+} Ints;
+
+static int ints_add(Ints *v, int32_t x) {
+    if (v->size == v->capacity) {
+        Py_ssize_t capacity = v->capacity ? v->capacity * 2 : 64;
+        int32_t *grown = PyMem_Realloc(v->items, (size_t)capacity * sizeof(int32_t));
+        if (grown == NULL) return -1;
+        v->items = grown;
+        v->capacity = capacity;
+    }
+    v->items[v->size++] = x;
+    return 0;
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *numbers; /* dict: key -> its number */
+    Py_ssize_t nkeys, npatterns;
+    int32_t *start;    /* per pattern: offset of its start clause in pool, NONE if None */
+    int32_t *needs;    /* per pattern: offset of its alternatives in pool, NONE if None */
+    int32_t *keyed;    /* per key: offset of its patterns in pool */
+    int32_t unkeyed;   /* offset of the patterns always looked at */
+    int32_t *pool;     /* lists, each its length and then its items */
+} GateObject;
+
+/* Appends seq (numbers below bound) to pool as a list; its offset, or NONE on error. */
+static int32_t add_numbers(Ints *pool, PyObject *seq, Py_ssize_t bound) {
+    PyObject *fast = PySequence_Fast(seq, "Gate() takes sequences of numbers");
+    if (fast == NULL) return NONE;
+    int32_t at = (int32_t)pool->size;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int failed = ints_add(pool, (int32_t)n) < 0;
+    for (Py_ssize_t i = 0; i < n && !failed; i++) {
+        Py_ssize_t x = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(fast, i));
+        if (x < 0 || x >= bound) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a number out of range");
+            failed = 1;
+        } else {
+            failed = ints_add(pool, (int32_t)x) < 0;
+        }
+    }
+    Py_DECREF(fast);
+    if (failed && !PyErr_Occurred()) PyErr_NoMemory();
+    return failed ? NONE : at;
+}
+
+/* Appends a list of lists of lists (needs' alternatives) to pool: each level its length,
+ * then its items' offsets. */
+static int32_t add_nested(Ints *pool, PyObject *seq, int depth, Py_ssize_t bound) {
+    if (depth == 0) return add_numbers(pool, seq, bound);
+    PyObject *fast = PySequence_Fast(seq, "Gate() takes nested sequences of numbers");
+    if (fast == NULL) return NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int32_t *inner = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t)), at = NONE;
+    Py_ssize_t i = 0;
+    for (; inner != NULL && i < n; i++) {
+        inner[i] = add_nested(pool, PySequence_Fast_GET_ITEM(fast, i), depth - 1, bound);
+        if (inner[i] == NONE) break;
+    }
+    if (inner != NULL && i == n) {
+        at = (int32_t)pool->size;
+        int failed = ints_add(pool, (int32_t)n) < 0;
+        for (i = 0; i < n && !failed; i++) failed = ints_add(pool, inner[i]) < 0;
+        if (failed) at = NONE, PyErr_NoMemory();
+    } else if (inner == NULL) {
+        PyErr_NoMemory();
+    }
+    PyMem_Free(inner);
+    Py_DECREF(fast);
+    return at;
+}
+
+static int gate_init(GateObject *self, PyObject *args, PyObject *kwds) {
+    PyObject *keys, *starts, *needs, *keyed, *unkeyed, *seq[3] = {NULL, NULL, NULL};
+    Ints pool = {NULL, 0, 0};
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) > 0) {
+        PyErr_SetString(PyExc_TypeError, "Gate() takes no keyword arguments");
+        return -1;
+    }
+    if (self->numbers != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Gate() is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOO:Gate", &keys, &starts, &needs, &keyed, &unkeyed))
+        return -1;
+    int status = -1;
+    seq[0] = PySequence_Fast(keys, "Gate() takes a sequence of keys");
+    seq[1] = PySequence_Fast(starts, "Gate() takes a sequence of start clauses");
+    seq[2] = PySequence_Fast(needs, "Gate() takes a sequence of needs");
+    self->numbers = PyDict_New();
+    if (seq[0] == NULL || seq[1] == NULL || seq[2] == NULL || self->numbers == NULL) goto done;
+    Py_ssize_t nkeys = PySequence_Fast_GET_SIZE(seq[0]), n = PySequence_Fast_GET_SIZE(seq[1]);
+    if (PySequence_Fast_GET_SIZE(seq[2]) != n || PyObject_Length(keyed) != nkeys) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "starts and needs per pattern, keyed per key");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        PyObject *number = PyLong_FromSsize_t(k);
+        int failed = number == NULL ||
+                     PyDict_SetItem(self->numbers, PySequence_Fast_GET_ITEM(seq[0], k), number);
+        Py_XDECREF(number);
+        if (failed) goto done;
+    }
+    self->start = PyMem_Malloc((size_t)(3 * n + nkeys + 1) * sizeof(int32_t));
+    if (self->start == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    self->needs = self->start + n;
+    self->keyed = self->needs + n;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        PyObject *start = PySequence_Fast_GET_ITEM(seq[1], p);
+        PyObject *need = PySequence_Fast_GET_ITEM(seq[2], p);
+        self->start[p] = start == Py_None ? NONE : add_numbers(&pool, start, nkeys);
+        if (start != Py_None && self->start[p] == NONE) goto done;
+        self->needs[p] = need == Py_None ? NONE : add_nested(&pool, need, 2, nkeys);
+        if (need != Py_None && self->needs[p] == NONE) goto done;
+    }
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        PyObject *item = PySequence_GetItem(keyed, k);
+        self->keyed[k] = item == NULL ? NONE : add_numbers(&pool, item, n);
+        Py_XDECREF(item);
+        if (self->keyed[k] == NONE) goto done;
+    }
+    self->unkeyed = add_numbers(&pool, unkeyed, n);
+    if (self->unkeyed == NONE) goto done;
+    self->pool = pool.items;
+    pool.items = NULL;
+    self->nkeys = nkeys;
+    self->npatterns = n;
+    status = 0;
+done:
+    PyMem_Free(pool.items);
+    for (int i = 0; i < 3; i++) Py_XDECREF(seq[i]);
+    return status;
+}
+
+static void gate_dealloc(GateObject *self) {
+    PyMem_Free(self->start);
+    PyMem_Free(self->pool);
+    Py_XDECREF(self->numbers);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define HAS(bits, k) ((bits)[(k) >> 3] & (1u << ((k) & 7)))
+#define SET(bits, k) ((bits)[(k) >> 3] |= (uint8_t)(1u << ((k) & 7)))
+
+/* Whether one key of the list at pool[at] is in bits. */
+static inline int any_of(const int32_t *pool, int32_t at, const uint8_t *bits) {
+    for (int32_t i = 1; i <= pool[at]; i++)
+        if (HAS(bits, pool[at + i])) return 1;
+    return 0;
+}
+
+static int gate_holds(const GateObject *g, Py_ssize_t p, const uint8_t *bits) {
+    const int32_t *pool = g->pool;
+    if (g->start[p] != NONE && !any_of(pool, g->start[p], bits)) return 0;
+    int32_t needs = g->needs[p];
+    if (needs == NONE) return 1;
+    for (int32_t a = 1; a <= pool[needs]; a++) {
+        int32_t alt = pool[needs + a], c = 1;
+        while (c <= pool[alt] && any_of(pool, pool[alt + c], bits)) c++;
+        if (c > pool[alt]) return 1;
+    }
+    return 0;
+}
+
+static PyObject *gate_runnable(GateObject *g, PyObject *present) {
+    if (g->pool == NULL) {
+        PyErr_SetString(PyExc_ValueError, "Gate() was not initialised");
+        return NULL;
+    }
+    uint8_t small[1024]; /* keys' bits, then patterns' bits: 4,096 of each on the stack */
+    size_t key_bytes = (size_t)g->nkeys / 8 + 1, bytes = key_bytes + (size_t)g->npatterns / 8 + 1;
+    uint8_t *bits = bytes <= sizeof(small) ? small : PyMem_Malloc(bytes), *looked;
+    PyObject *iterator = PyObject_GetIter(present), *key, *out = NULL;
+    if (bits == NULL || iterator == NULL) goto done;
+    memset(bits, 0, bytes);
+    looked = bits + key_bytes;
+    const int32_t *pool = g->pool;
+    for (int32_t i = 1; i <= pool[g->unkeyed]; i++) SET(looked, pool[g->unkeyed + i]);
+    while ((key = PyIter_Next(iterator)) != NULL) {
+        PyObject *number = PyDict_GetItemWithError(g->numbers, key);
+        Py_DECREF(key);
+        if (number == NULL) {
+            if (PyErr_Occurred()) goto done;
+            continue;
+        }
+        Py_ssize_t k = PyLong_AsSsize_t(number);
+        SET(bits, k);
+        for (int32_t i = 1; i <= pool[g->keyed[k]]; i++) SET(looked, pool[g->keyed[k] + i]);
+    }
+    if (PyErr_Occurred() || (out = PyList_New(0)) == NULL) goto done;
+    for (Py_ssize_t p = 0; p < g->npatterns; p++) {
+        if (!looked[p >> 3]) {
+            p |= 7; /* none of these eight */
+            continue;
+        }
+        if (!HAS(looked, p) || !gate_holds(g, p, bits)) continue;
+        PyObject *number = PyLong_FromSsize_t(p);
+        int failed = number == NULL || PyList_Append(out, number) < 0;
+        Py_XDECREF(number);
+        if (failed) {
+            Py_CLEAR(out);
+            break;
+        }
+    }
+done:
+    if (bits == NULL) PyErr_NoMemory();
+    if (bits != small) PyMem_Free(bits);
+    Py_XDECREF(iterator);
+    return out;
+}
+
+static PyMethodDef gate_methods[] = {
+    {"runnable", (PyCFunction)gate_runnable, METH_O,
+     "runnable(present): the patterns, in order, that the keys in present let run."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject GateType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "agent_executor.guards.injection._scan_native.Gate",
+    .tp_basicsize = sizeof(GateObject),
+    .tp_dealloc = (destructor)gate_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Gate(keys, starts, needs, keyed, unkeyed): which patterns present keys let run.",
+    .tp_methods = gate_methods,
+    .tp_init = (initproc)gate_init,
+    .tp_new = PyType_GenericNew,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "agent_executor.guards.injection._scan_native",
-    .m_doc = "The gates' string search, in C (see _parse_tree.py).",
+    .m_doc = "The gates' string search and pattern choice, in C (see _parse_tree.py).",
     .m_size = -1,
 };
 
 PyMODINIT_FUNC PyInit__scan_native(void) {
-    if (PyType_Ready(&StringsType) < 0) return NULL;
+    if (PyType_Ready(&StringsType) < 0 || PyType_Ready(&GateType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     Py_INCREF(&StringsType);
     if (PyModule_AddObject(m, "Strings", (PyObject *)&StringsType) < 0) {
         Py_DECREF(&StringsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&GateType);
+    if (PyModule_AddObject(m, "Gate", (PyObject *)&GateType) < 0) {
+        Py_DECREF(&GateType);
         Py_DECREF(m);
         return NULL;
     }

@@ -19,7 +19,8 @@ punctuated text: the literal strings a match must contain (``<|``, ``://``, one 
 Both gates find every word and string they know in one pass over the text, with an
 Aho-Corasick automaton (``_scan_native.c``, or pyahocorasick where that was not built): some
 1,700 of them, where a substring search per string, or a set of the text's words and their
-prefixes, cost several times more (docs/benchmarks.md, "Injection guard").
+prefixes, cost several times more (docs/benchmarks.md, "Injection guard"). Which word rules
+then run is chosen in C too, where it was built (``_scan_native.Gate``).
 
 The gates are conservative: a rule whose start cannot be proved anchored to a word, or whose
 letters cannot be read (a character class, a wildcard, an optional prefix that may be empty),
@@ -36,6 +37,8 @@ from ._parse_tree import (
     NATIVE,
     REPEATS,
     ZERO_WIDTH,
+    Chooser,
+    Gate,
     Searcher,
     alternatives,
     automaton,
@@ -74,6 +77,7 @@ class WordGate:
         "_by_prefix",
         "_by_word",
         "_common",
+        "_gate",
         "_keys",
         "_lengths",
         "_needs",
@@ -119,6 +123,7 @@ class WordGate:
         )
         self._by_key, self._unkeyed = _index(self._start_keys, self._needs)
         self._keys = frozenset(self._by_key)
+        self._gate = _native_gate(self._start_keys, self._needs, self._by_key, self._unkeyed)
 
     @property
     def always(self) -> frozenset[int]:
@@ -150,8 +155,12 @@ class WordGate:
         Stricter than :meth:`candidates`: besides the first word, each word that follows a
         run of whitespace in a pattern (``ignore ... previous ... instructions``) must occur.
         Only the patterns keyed by a word of the text (see :func:`_index`) are looked at.
+        Where ``_scan_native`` was built the choice is made there, over key numbers: the sets
+        of strings cost a 100-character text a fifth of its time (docs/benchmarks.md).
         """
         present = tokens.present
+        if self._gate is not None:
+            return self._gate.runnable(present)
         hits = present & self._keys
         if not hits and not self._unkeyed:
             return []
@@ -306,6 +315,33 @@ def _index(
             for key in keys or ():
                 by_key.setdefault(key, set()).add(index)
     return {key: frozenset(found) for key, found in by_key.items()}, frozenset(unkeyed)
+
+
+def _native_gate(
+    starts: Sequence[frozenset[str] | None],
+    needs: Sequence[tuple[tuple[frozenset[str], ...], ...] | None],
+    by_key: dict[str, frozenset[int]],
+    unkeyed: frozenset[int],
+) -> Chooser | None:
+    """:meth:`WordGate.runnable`'s choice in C (``_scan_native.Gate``), over key numbers
+    instead of sets of strings (``None`` where the C part was not built)."""
+    if Gate is None:
+        return None
+    keys = sorted(
+        {*by_key, *(k for c in starts if c is not None for k in c)}
+        | {k for alts in needs if alts is not None for alt in alts for c in alt for k in c}
+    )
+    number = {key: n for n, key in enumerate(keys)}
+    return Gate(
+        keys,
+        [None if c is None else [number[k] for k in c] for c in starts],
+        [
+            None if alts is None else [[[number[k] for k in c] for c in alt] for alt in alts]
+            for alts in needs
+        ],
+        [sorted(by_key.get(key, ())) for key in keys],
+        sorted(unkeyed),
+    )
 
 
 def _clause(starts: set[tuple[str, int]]) -> _Clause:
