@@ -518,7 +518,7 @@ static int gate_init(GateObject *self, PyObject *args, PyObject *kwds) {
         Py_XDECREF(number);
         if (failed) goto done;
     }
-    self->start = PyMem_Malloc((size_t)(3 * n + nkeys + 1) * sizeof(int32_t));
+    self->start = PyMem_Malloc((size_t)(2 * n + nkeys + 1) * sizeof(int32_t));
     if (self->start == NULL) {
         PyErr_NoMemory();
         goto done;
