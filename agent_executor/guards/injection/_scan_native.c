@@ -655,18 +655,9 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__scan_native(void) {
-    if (PyType_Ready(&StringsType) < 0 || PyType_Ready(&GateType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&StringsType);
-    if (PyModule_AddObject(m, "Strings", (PyObject *)&StringsType) < 0) {
-        Py_DECREF(&StringsType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&GateType);
-    if (PyModule_AddObject(m, "Gate", (PyObject *)&GateType) < 0) {
-        Py_DECREF(&GateType);
+    if (PyModule_AddType(m, &StringsType) < 0 || PyModule_AddType(m, &GateType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

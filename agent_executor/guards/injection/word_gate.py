@@ -327,8 +327,8 @@ def _native_gate(
     instead of sets of strings (``None`` where the C part was not built)."""
     if Gate is None:
         return None
-    keys = sorted(
-        {*by_key, *(k for c in starts if c is not None for k in c)}
+    keys = sorted(  # by_key's keys are among these: each is a start or a needed clause's
+        {k for c in starts if c is not None for k in c}
         | {k for alts in needs if alts is not None for alt in alts for c in alt for k in c}
     )
     number = {key: n for n, key in enumerate(keys)}
