@@ -67,11 +67,16 @@ def text(events: list[SSEEvent]) -> str:
 
 @asynccontextmanager
 async def storm_app(
-    relay: RunRelay | None = None,
+    relay: RunRelay | None = None, tool_seconds: tuple[float, float] = (0.6, 0.9)
 ) -> AsyncIterator[tuple[web.Application, httpx.AsyncClient, CollectorRegistry]]:
-    """The app on a phased model (text, a tool slower than the grace, text), on 127.0.0.1."""
+    """The app on a phased model (text, a tool slower than the grace, text), on 127.0.0.1.
+
+    ``tool_seconds`` must lie past the moment an abandoned run is cancelled, or runs cut
+    before their tool finish it first and end ``success``: the grace alone without a relay,
+    the grace and half a grace more with Redis, whose relay looks for a reader on another
+    replica twice (:meth:`~server.runs.redis.RedisRunRelay.has_reader`)."""
     registry = CollectorRegistry()
-    lookup, compute, _ = make_lookup_tools(min_seconds=0.6, max_seconds=0.9)  # past the grace
+    lookup, compute, _ = make_lookup_tools(min_seconds=tool_seconds[0], max_seconds=tool_seconds[1])
     executor = AgentExecutor(
         model=PhasedModel(),
         tools=[lookup, compute],
@@ -187,7 +192,7 @@ async def test_a_storm_with_half_the_clients_coming_back() -> None:
 async def test_a_storm_across_redis_leaves_no_key(tmp_path: Path) -> None:
     with redis_server(tmp_path) as server:
         relay = RedisRunRelay(server.url, window_seconds=WINDOW, grace_seconds=GRACE)
-        async with storm_app(relay) as (app, client, registry):
+        async with storm_app(relay, tool_seconds=(1.0, 1.3)) as (app, client, registry):
             await check_storm(app, client, registry, streams=100, concurrency=50)
             await asyncio.sleep(WINDOW)  # the keys' own TTL (the window) runs out
         keys = aioredis.Redis.from_url(server.url)
