@@ -53,9 +53,10 @@ def service_process(
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``python -m server`` on a free port; yields the process and its base URL.
 
-    Its output is a pipe, which a test may read as it goes; one read only at the end holds
-    64 KiB (a few hundred requests' log lines) before the service blocks on it: a busier
-    test starts its service with :func:`logged_process`.
+    Its output is a pipe, which a test may read as it goes. Past the pipe's 64 KiB (a few
+    hundred requests' log lines) unread, the service's log writer waits, and past 10,000
+    more lines they are dropped (its requests go on): a test that reads only at the end of
+    thousands of requests starts its service with :func:`logged_process`.
     """
     port = free_port()
     process = subprocess.Popen(
@@ -80,8 +81,9 @@ def logged_process(argv: list[str], **popen: Any) -> subprocess.Popen[str]:
     for more).
 
     Not a pipe: a pipe holds 64 KiB, and one that the test reads only once the process has
-    ended fills up while a busy service logs (a line per request, two per run), after which
-    every log call blocks the service's event loop until the test's own client times out.
+    ended fills up while a busy service logs (a line per request, two per run). The service
+    goes on serving (its lines wait in a writer thread), but past 10,000 waiting lines it
+    drops them, and the test that reads them at the end would miss tracebacks.
     """
     fd, path = tempfile.mkstemp(prefix="service-", suffix=".log")
     try:

@@ -16,7 +16,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -74,14 +74,19 @@ def service_logging() -> Iterator[None]:
             setattr(logging, name, value)
 
 
-def _configured(log_format: str) -> io.StringIO:
-    """The service's logging in ``log_format``, its handler writing to the returned buffer."""
+def _configured(log_format: str) -> Callable[[], str]:
+    """The service's logging in ``log_format``; what its handler has written so far."""
     configure_logging(log_format, "INFO")
     stream = io.StringIO()
     handler = logging.getLogger().handlers[0]
     assert isinstance(handler, logging.StreamHandler)
     handler.setStream(stream)
-    return stream
+
+    def written() -> str:
+        handler.flush()  # its lines are written by a thread of its own
+        return stream.getvalue()
+
+    return written
 
 
 def _reference(formatter: logging.Formatter) -> io.StringIO:
@@ -162,7 +167,7 @@ async def test_the_access_line_is_aiohttps_own_in_text_mode() -> None:
         }
         assert _START.fullmatch(mine.request_start_time)  # type: ignore[attr-defined]
 
-    ours = [line for line in written.getvalue().splitlines() if " aiohttp.access " in line]
+    ours = [line for line in written().splitlines() if " aiohttp.access " in line]
     theirs = reference.getvalue().splitlines()
     assert all(_ASCTIME.match(line) for line in ours + theirs)
     _same_lines([_ASCTIME.sub("", line) for line in ours], [_ASCTIME.sub("", t) for t in theirs])
@@ -178,7 +183,7 @@ async def test_the_access_line_has_the_same_json_fields() -> None:
 
     await _requests()
 
-    ours = [json.loads(line) for line in written.getvalue().splitlines()]
+    ours = [json.loads(line) for line in written().splitlines()]
     ours = [entry for entry in ours if entry["logger"] == "aiohttp.access"]
     theirs = [json.loads(line) for line in reference.getvalue().splitlines()]
     assert all(set(entry) == JSON_FIELDS for entry in ours + theirs)

@@ -9,7 +9,9 @@ byte for byte; only the work behind them is less.
 from __future__ import annotations
 
 import logging
+import queue
 import sys
+import threading
 import time
 
 from aiohttp.abc import AbstractAccessLogger
@@ -25,10 +27,17 @@ __all__ = ["AccessLog", "configure_logging"]
 _TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 
-def configure_logging(log_format: str, level: str) -> None:
+BACKLOG = 10_000
+"""How many lines wait for a log sink that does not keep up (a few MiB) before new ones are
+dropped and counted."""
+_FLUSH_SECONDS = 5.0
+
+
+def configure_logging(log_format: str, level: str, *, backlog: int = BACKLOG) -> None:
     """One handler on the root logger, writing ``log_format`` (``text`` or ``json``) to stderr
-    from ``level`` on (INFO when the name is not a level)."""
-    handler = _StreamHandler()
+    from ``level`` on (INFO when the name is not a level), from a thread of its own with at
+    most ``backlog`` lines waiting."""
+    handler = _StreamHandler(backlog)
     if log_format == "json":
         handler.setFormatter(JsonLogFormatter())
     else:
@@ -55,22 +64,94 @@ def _skip_unwritten_record_fields() -> None:
 
 
 class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """A ``StreamHandler`` that flushes its stream itself, under the lock ``handle`` holds.
+    """A ``StreamHandler`` that formats a record where it is logged and leaves the write to a
+    thread of its own.
 
-    The base class's ``emit`` calls its ``flush``, which takes the lock a second time through
-    ``acquire`` and ``release`` and asks whether the stream can flush: a sixth of what handling
-    a record costs.
+    A write to stderr blocks while nobody reads it: a pipe holds 64 KiB, and Docker's default
+    delivery mode makes a container's writes wait for its log driver. Written on the event
+    loop, that stopped every request of the process. Here the loop only queues the line; the
+    writer writes what has gathered in one call. Past ``backlog`` waiting lines, new ones are
+    dropped and counted, and the count is logged (a ``WARNING``) once the stream takes lines
+    again. :meth:`flush` (which ``setStream`` and, at exit, ``logging.shutdown`` call) waits for
+    the lines queued before it.
     """
+
+    def __init__(self, backlog: int) -> None:
+        super().__init__()
+        self._backlog = backlog
+        self._lines: queue.SimpleQueue[str | threading.Event] = queue.SimpleQueue()
+        self._dropped = 0
+        self._dropped_lock = threading.Lock()  # not the handler's: flush waits under that
+        self._writer: threading.Thread | None = None
+        self._stuck = False
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            stream = self.stream
-            stream.write(self.format(record) + self.terminator)
-            stream.flush()
+            line = self.format(record) + self.terminator
         except RecursionError:
             raise
         except Exception:
             self.handleError(record)
+            return
+        if self._lines.qsize() >= self._backlog:
+            with self._dropped_lock:
+                self._dropped += 1
+            return
+        self._lines.put(line)
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write, name="log-writer", daemon=True)
+            self._writer.start()
+
+    def flush(self) -> None:
+        """Wait for the lines queued so far to be written: up to 5 s, and not at all while the
+        stream has taken nothing since a wait ran out (so a stuck stream delays the process's
+        exit once, not at every flush)."""
+        if self._writer is None or not self._writer.is_alive():
+            super().flush()
+            return
+        if self._stuck:
+            return
+        written = threading.Event()
+        self._lines.put(written)
+        self._stuck = not written.wait(_FLUSH_SECONDS)
+
+    def close(self) -> None:
+        self.flush()
+        super().close()
+
+    def _write(self) -> None:
+        lines = self._lines
+        while True:
+            batch = [lines.get()]
+            while not lines.empty() and len(batch) < 1024:
+                batch.append(lines.get_nowait())
+            text = "".join(item for item in batch if isinstance(item, str))
+            with self._dropped_lock:
+                dropped, self._dropped = self._dropped, 0
+            if dropped:
+                text += self._notice(dropped)
+            if text:
+                try:
+                    self.stream.write(text)
+                    self.stream.flush()
+                except Exception:  # a closed or broken stream: nowhere left to say so
+                    pass
+                self._stuck = False
+            for item in batch:
+                if isinstance(item, threading.Event):
+                    item.set()
+
+    def _notice(self, dropped: int) -> str:
+        record = logging.getLogger(__name__).makeRecord(
+            __name__,
+            logging.WARNING,
+            __file__,
+            0,
+            "%d log lines dropped: the log's output did not keep up",
+            (dropped,),
+            None,
+        )
+        return self.format(record) + self.terminator
 
 
 class _TextFormatter(logging.Formatter):

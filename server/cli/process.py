@@ -61,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             logger.info("open-file limit %d: room for %s streams at once", limit, streams)
         _run_loop(run(service, config))
     except (CliError, ConfigurationError) as exc:
+        for handler in logging.getLogger().handlers:
+            handler.flush()  # the lines logged so far come before the refusal's
         print(f"agent-executor: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
