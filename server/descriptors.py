@@ -90,9 +90,10 @@ def quiet_failed_accepts(loop: asyncio.AbstractEventLoop) -> None:
 
     When ``accept()`` fails with ``EMFILE`` or ``ENFILE`` asyncio stops accepting for a second
     and tries again (the connections wait in the listen queue), which is right, but it logs an
-    error with a traceback for every one of up to ``backlog`` attempts on each wake-up: at
-    11,000 streams against a limit of 20,000 descriptors that was 100,000 tracebacks. Other
-    exceptions go to the handler that was there before.
+    error with a traceback for each failed attempt: at 11,000 streams against a limit of
+    20,000 descriptors that was 100,000 tracebacks (up to ``backlog`` attempts a wake-up, which
+    the service's loop cuts to one, :mod:`server.event_loop`). Other exceptions go to the
+    handler that was there before.
     """
     previous = loop.get_exception_handler()
     last = 0.0
