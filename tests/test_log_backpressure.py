@@ -111,15 +111,20 @@ def test_a_backlog_past_its_bound_is_dropped_and_counted(
 
 
 def test_lines_logged_before_exit_are_written(root_logging: logging.Logger) -> None:
-    """``logging.shutdown`` (which runs at exit) waits for the backlog to be written."""
+    """``logging.shutdown`` (which runs at exit) waits for the backlog to be written, and the
+    writer thread ends with its handler."""
     configure_logging("text", "INFO")
     handler = root_logging.handlers[0]
     stream = io.StringIO()
     handler.setStream(stream)  # type: ignore[attr-defined]
     for index in range(1000):
         logging.getLogger("tests.log_backpressure").info("line %d", index)
+    writer = handler._writer  # type: ignore[attr-defined]
+    assert writer is not None and writer.is_alive()
     handler.close()
     assert len(stream.getvalue().splitlines()) == 1000
+    writer.join(5)
+    assert not writer.is_alive()  # a closed handler leaves no thread behind
 
 
 def test_a_stuck_stream_delays_a_flush_once(

@@ -69,6 +69,9 @@ def service_logging() -> Iterator[None]:
     try:
         yield
     finally:
+        for handler in root.handlers:
+            if handler not in saved[0]:
+                handler.close()  # and its writer thread
         root.handlers[:], root.level = saved
         for name, value in saved_flags.items():
             setattr(logging, name, value)

@@ -79,7 +79,7 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self, backlog: int) -> None:
         super().__init__()
         self._backlog = backlog
-        self._lines: queue.SimpleQueue[str | threading.Event] = queue.SimpleQueue()
+        self._lines: queue.SimpleQueue[str | threading.Event | None] = queue.SimpleQueue()
         self._dropped = 0
         self._dropped_lock = threading.Lock()  # not the handler's: flush waits under that
         self._writer: threading.Thread | None = None
@@ -116,7 +116,11 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._stuck = not written.wait(_FLUSH_SECONDS)
 
     def close(self) -> None:
+        """Flush, then let the writer thread end (a line logged after starts another)."""
         self.flush()
+        if self._writer is not None:
+            self._lines.put(None)
+            self._writer = None
         super().close()
 
     def _write(self) -> None:
@@ -140,6 +144,8 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
+            if None in batch:
+                return
 
     def _notice(self, dropped: int) -> str:
         record = logging.getLogger(__name__).makeRecord(
