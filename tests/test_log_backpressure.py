@@ -156,3 +156,33 @@ def test_a_stuck_stream_delays_a_flush_once(
         time.sleep(0.05)
     assert stream.getvalue().splitlines()[-2:][0].endswith("waiting")
     assert stream.getvalue().endswith("written\n")
+
+
+class _Broken(io.StringIO):
+    """A stream whose writes fail until it is mended."""
+
+    broken = True
+
+    def write(self, text: str) -> int:
+        if self.broken:
+            raise OSError("broken pipe")
+        return super().write(text)
+
+
+def test_lines_a_broken_stream_lost_are_counted(root_logging: logging.Logger) -> None:
+    configure_logging("text", "INFO")
+    handler = root_logging.handlers[0]
+    stream = _Broken()
+    handler.setStream(stream)  # type: ignore[attr-defined]
+    logger = logging.getLogger("tests.log_backpressure")
+    for index in range(3):
+        logger.info("lost %d", index)
+    handler.flush()
+    stream.broken = False
+    logger.info("written")
+    handler.flush()
+    lines = stream.getvalue().splitlines()
+    assert [line.split("] ", 1)[1] for line in lines] == [
+        "written",
+        "3 log lines dropped: the log's output did not keep up",
+    ]

@@ -71,8 +71,8 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     delivery mode makes a container's writes wait for its log driver. Written on the event
     loop, that stopped every request of the process. Here the loop only queues the line; the
     writer writes what has gathered in one call. Past ``backlog`` waiting lines, new ones are
-    dropped and counted, and the count is logged (a ``WARNING``) once the stream takes lines
-    again. :meth:`flush` (which ``setStream`` and, at exit, ``logging.shutdown`` call) waits for
+    dropped and counted, as are lines a failing stream did not take, and the count is logged
+    (a ``WARNING``) once the stream takes lines again. :meth:`flush` (which ``setStream`` and, at exit, ``logging.shutdown`` call) waits for
     the lines queued before it.
     """
 
@@ -129,7 +129,8 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             batch = [lines.get()]
             while not lines.empty() and len(batch) < 1024:
                 batch.append(lines.get_nowait())
-            text = "".join(item for item in batch if isinstance(item, str))
+            written = [item for item in batch if isinstance(item, str)]
+            text = "".join(written)
             with self._dropped_lock:
                 dropped, self._dropped = self._dropped, 0
             if dropped:
@@ -138,8 +139,9 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
                 try:
                     self.stream.write(text)
                     self.stream.flush()
-                except Exception:  # a closed or broken stream: nowhere left to say so
-                    pass
+                except Exception:  # a closed or broken stream: counted, said if it mends
+                    with self._dropped_lock:
+                        self._dropped += len(written) + dropped
                 self._stuck = False
             for item in batch:
                 if isinstance(item, threading.Event):
