@@ -14,7 +14,7 @@ asyncio then stops reading the listener and tries again a second later, but the 
 Python 3.11 (and of later versions before python/cpython#151615) goes on calling ``accept()``
 for the rest of the turn's ``backlog`` (4,096 here) and schedules a retry for each failure:
 each retry wakes another such turn, and 1,000 clients against a 200-descriptor service made
-364,570 failed calls in 14 s (docs/benchmarks.md).
+over 400,000 failed calls, up to 86,000 a second (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -56,8 +56,10 @@ class _Stalled(io.StringIO):
     def __init__(self) -> None:
         super().__init__()
         self.open = threading.Event()
+        self.entered = threading.Event()
 
     def write(self, text: str) -> int:
+        self.entered.set()
         self.open.wait(10)
         return super().write(text)
 
@@ -86,8 +88,10 @@ def test_a_backlog_past_its_bound_is_dropped_and_counted(
     handler.setStream(stream)  # type: ignore[attr-defined]
     logger = logging.getLogger("tests.log_backpressure")
 
+    logger.info("line 0")
+    assert stream.entered.wait(5)  # the writer holds line 0, stuck in its write
     started = time.monotonic()
-    for index in range(200):
+    for index in range(1, 200):
         logger.info("line %d", index)
     assert time.monotonic() - started < 5  # not one write waited for the stalled stream
     stream.open.set()
@@ -101,8 +105,7 @@ def test_a_backlog_past_its_bound_is_dropped_and_counted(
         messages = [line.split("] ", 1)[1] for line in lines]
         levels = [line.split(" ")[2] for line in lines]
     kept = [int(m.split()[1]) for m in messages if m.startswith("line ")]
-    assert kept == list(range(len(kept)))  # the first ones, in order
-    assert 50 <= len(kept) <= 52  # the backlog, and what the writer held when it stalled
+    assert kept == list(range(51))  # the line being written, then the backlog, in order
     notices = [(m, lv) for m, lv in zip(messages, levels, strict=True) if "dropped" in m]
     assert notices == [
         (f"{200 - len(kept)} log lines dropped: the log's output did not keep up", "WARNING")
@@ -186,3 +189,21 @@ def test_lines_a_broken_stream_lost_are_counted(root_logging: logging.Logger) ->
         "written",
         "3 log lines dropped: the log's output did not keep up",
     ]
+
+
+def test_a_line_logged_where_no_thread_can_start_is_written_at_once(
+    root_logging: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the interpreter shuts down no thread can be started (``RuntimeError``); a record
+    logged then (a task destroyed pending, say) is written where it is logged."""
+    configure_logging("text", "INFO")
+    handler = root_logging.handlers[0]
+    stream = io.StringIO()
+    handler.setStream(stream)  # type: ignore[attr-defined]
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    logging.getLogger("tests.log_backpressure").warning("late")
+    assert stream.getvalue().endswith("late\n")

@@ -29,7 +29,7 @@ _TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 BACKLOG = 10_000
 """How many lines wait for a log sink that does not keep up (a few MiB) before new ones are
-dropped and counted."""
+dropped and counted (besides the batch being written, at most 1,024)."""
 _FLUSH_SECONDS = 5.0
 
 
@@ -72,8 +72,10 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
     loop, that stopped every request of the process. Here the loop only queues the line; the
     writer writes what has gathered in one call. Past ``backlog`` waiting lines, new ones are
     dropped and counted, as are lines a failing stream did not take, and the count is logged
-    (a ``WARNING``) once the stream takes lines again. :meth:`flush` (which ``setStream`` and, at exit, ``logging.shutdown`` call) waits for
-    the lines queued before it.
+    (a ``WARNING``) once the stream takes lines again. :meth:`flush` (which ``setStream`` and,
+    at exit, ``logging.shutdown`` call) waits for the lines queued before it. Where no thread
+    can be started (a record logged while the interpreter shuts down), the line is written
+    where it is logged, as before.
     """
 
     def __init__(self, backlog: int) -> None:
@@ -97,10 +99,22 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             with self._dropped_lock:
                 self._dropped += 1
             return
-        self._lines.put(line)
         if self._writer is None:
-            self._writer = threading.Thread(target=self._write, name="log-writer", daemon=True)
-            self._writer.start()
+            writer = threading.Thread(target=self._write, name="log-writer", daemon=True)
+            try:
+                writer.start()
+            except RuntimeError:  # the interpreter is shutting down
+                self._write_now(line)
+                return
+            self._writer = writer
+        self._lines.put(line)
+
+    def _write_now(self, line: str) -> None:
+        try:
+            self.stream.write(line)
+            self.stream.flush()
+        except Exception:
+            pass
 
     def flush(self) -> None:
         """Wait for the lines queued so far to be written: up to 5 s, and not at all while the
