@@ -96,25 +96,31 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.handleError(record)
             return
         if self._lines.qsize() >= self._backlog:
-            with self._dropped_lock:
-                self._dropped += 1
+            self._lose(1)
             return
         if self._writer is None:
             writer = threading.Thread(target=self._write, name="log-writer", daemon=True)
             try:
                 writer.start()
-            except RuntimeError:  # the interpreter is shutting down
-                self._write_now(line)
+            except RuntimeError:  # the interpreter is shutting down: written here, or lost
+                self._put(line)
                 return
             self._writer = writer
         self._lines.put(line)
 
-    def _write_now(self, line: str) -> None:
+    def _put(self, text: str) -> bool:
+        """Write and flush ``text``: whether the stream took it (a closed or broken one does
+        not)."""
         try:
-            self.stream.write(line)
+            self.stream.write(text)
             self.stream.flush()
         except Exception:
-            pass
+            return False
+        return True
+
+    def _lose(self, lines: int) -> None:
+        with self._dropped_lock:
+            self._dropped += lines
 
     def flush(self) -> None:
         """Wait for the lines queued so far to be written: up to 5 s, and not at all while the
@@ -150,12 +156,8 @@ class _StreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             if dropped:
                 text += self._notice(dropped)
             if text:
-                try:
-                    self.stream.write(text)
-                    self.stream.flush()
-                except Exception:  # a closed or broken stream: counted, said if it mends
-                    with self._dropped_lock:
-                        self._dropped += len(written) + dropped
+                if not self._put(text):  # counted, and said once the stream mends
+                    self._lose(len(written) + dropped)
                 self._stuck = False
             for item in batch:
                 if isinstance(item, threading.Event):
