@@ -57,11 +57,17 @@ KINDS: dict[str, Callable[[dict[str, str]], bool]] = {
 
 
 def tables(rows: Sequence[dict[str, str]], scores: dict[int, float]) -> list[str]:
-    """Markdown tables of held-out scores: per source, per kind, per language."""
+    """Markdown tables of held-out scores: per source, per kind, per language (the kinds and
+    languages of public sources only: ``training.WRITTEN_HERE`` has its row per source)."""
     lines: list[str] = []
 
     def flagged(index: Sequence[int]) -> str:
         return rate(sum(scores[i] >= 0.5 for i in index), len(index))
+
+    def totals(index: Sequence[int]) -> list[str]:
+        others = [i for i in index if rows[i]["source"] != training.WRITTEN_HERE]
+        but = f"| **all but {training.WRITTEN_HERE}** | **{flagged(others)}** |"
+        return [f"| **all** | **{flagged(index)}** |", *([but] if others != index else [])]
 
     for reader, title in (("user", "messages"), ("tool", "tool results")):
         lines += [f"### {title}: attacks, each source kept out of training", "",
@@ -74,26 +80,27 @@ def tables(rows: Sequence[dict[str, str]], scores: dict[int, float]) -> list[str
         for (label, source), index in sorted(by_source.items()):  # type: ignore[misc]
             if label == "attack":
                 lines.append(f"| {source} | {flagged(index)} |")
-        lines.append(f"| **all** | **{flagged(attacks)}** |")
+        lines += totals(attacks)
         lines += ["", f"### {title}: benign, scored by models that never saw their author", "",
                   "| source | false positives |", "|---|---|"]  # fmt: skip
         benign = [i for (label, _), ix in by_source.items() if label == "benign" for i in ix]  # type: ignore[misc]
         for (label, source), index in sorted(by_source.items()):  # type: ignore[misc]
             if label == "benign":
                 lines.append(f"| {source} | {flagged(index)} |")
-        lines += [f"| **all** | **{flagged(benign)}** |", ""]
+        lines += [*totals(benign), ""]
     lines += ["### messages: attacks by kind (each scored with its source kept out)", "",
               "| kind | detected |", "|---|---|"]  # fmt: skip
+    public = [i for i in scores if rows[i]["source"] != training.WRITTEN_HERE]
     user_attacks = [
-        i for i in scores if rows[i]["label"] == "attack" and rows[i]["reader"] == "user"
+        i for i in public if rows[i]["label"] == "attack" and rows[i]["reader"] == "user"
     ]
     for kind, test in KINDS.items():
         lines.append(f"| {kind} | {flagged([i for i in user_attacks if test(rows[i])])} |")
     lines += ["", "### messages by language", "",
               "| language | attacks detected | benign flagged |", "|---|---|---|"]  # fmt: skip
-    languages = sorted({rows[i]["lang"] for i in scores if rows[i]["reader"] == "user"})
+    languages = sorted({rows[i]["lang"] for i in public if rows[i]["reader"] == "user"})
     for lang in languages:
-        mine = [i for i in scores if rows[i]["lang"] == lang and rows[i]["reader"] == "user"]
+        mine = [i for i in public if rows[i]["lang"] == lang and rows[i]["reader"] == "user"]
         attack = [i for i in mine if rows[i]["label"] == "attack"]
         benign = [i for i in mine if rows[i]["label"] == "benign"]
         lines.append(f"| {lang} | {flagged(attack)} | {flagged(benign)} |")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import json
 import sys
 import urllib.parse
 from pathlib import Path
@@ -60,13 +61,27 @@ def test_the_cross_source_figures_hold() -> None:
 
 
 def test_the_corpora_cover_the_thirteen_languages_where_sources_exist() -> None:
-    rows = training.load_rows()
+    rows = [r for r in training.load_rows() if r["source"] != training.WRITTEN_HERE]
     attacks = {r["lang"] for r in rows if r["label"] == "attack"}
     benign = {r["lang"] for r in rows if r["label"] == "benign"}
     everywhere = {"de", "fr", "es", "it", "pt", "tr", "ru", "ar", "hi", "zh", "ja", "ko"}
     assert everywhere <= attacks & benign  # Persian: no public attack source (SOURCES.md)
     assert len({r["source"] for r in rows}) >= 30
     assert sum(r["reader"] == "tool" for r in rows) >= 5000
+
+
+def test_the_rows_written_here_are_their_builders_and_cover_all_thirteen() -> None:
+    import build_language_corpus
+
+    lines = (DATA / "injection_languages.jsonl").read_text(encoding="utf-8").split("\n")
+    written = [json.loads(line) for line in lines if line]
+    assert written == build_language_corpus.rows()  # edit the lists, then run the builder
+    thirteen = {"de", "fr", "es", "it", "pt", "tr", "ru", "ar", "fa", "hi", "zh", "ja", "ko"}
+    for label in ("attack", "benign"):
+        assert {r["lang"] for r in written if r["label"] == label} == thirteen
+    loaded = [r for r in training.load_rows() if r["source"] == training.WRITTEN_HERE]
+    assert len(loaded) == len(written)
+    assert all(r["reader"] == "user" and r["origin"] == r["lang"] for r in loaded)
 
 
 @pytest.mark.parametrize("text", FORUM_STYLE)

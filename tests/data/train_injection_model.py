@@ -11,7 +11,9 @@ forged turns, exfiltration, encoded attacks; short benign messages),
 ``injection_overdefense.jsonl.gz`` (NotInject: benign prompts full of attack words, measured
 only; see ``EVAL_ONLY``), ``injection_phrasings.jsonl.gz`` (short injections in seven languages,
 Italian and Portuguese among them, and a Turkish guardrail's test set), and
-``injection_corpus.jsonl`` (written for this project, the ``ours`` source). Rows of kind
+``injection_corpus.jsonl`` (written for this project, the ``ours`` source) and
+``injection_languages.jsonl`` (short attacks and look-alikes in thirteen languages, written for
+this project, the ``ours-languages`` source; ``build_language_corpus.py``). Rows of kind
 ``encoded/...`` are never trained on: decoding them is the guard's readings' job, and they are
 the table that says whether it works.
 
@@ -73,6 +75,10 @@ CORPORA = {
     "phrasings": HERE / "injection_phrasings.jsonl.gz",
 }
 OURS = HERE / "injection_corpus.jsonl"
+LANGUAGES = HERE / "injection_languages.jsonl"
+WRITTEN_HERE = "ours-languages"
+"""The source of ``LANGUAGES``: trained on and measured like any other, but left out of the
+tables by kind and by language, whose figures are those of public sources."""
 OUT = {reader: Path(learned.__file__).with_name(name) for reader, name in MODEL_FILES.items()}
 
 Row = dict[str, str]
@@ -132,6 +138,10 @@ def load_rows() -> list[Row]:
                 "reader": "user",
             }
         )
+    for line in LANGUAGES.read_text(encoding="utf-8").split("\n"):
+        if line:
+            row = json.loads(line)
+            rows.append({**row, "source": WRITTEN_HERE, "origin": row["lang"], "reader": "user"})
     return rows
 
 
