@@ -133,6 +133,10 @@ def test_pig_latin_reads_back_where_the_moved_consonants_began() -> None:
     known = frozenset(plain.replace(",", "").split()) | {"who", "sprevious"}
     assert pig_latin(encoded, known) == plain
     assert pig_latin("Myay opstay!", frozenset()) == "my tops!"  # nothing known: one moved
+    # A common English word goes before a known word of another language (Dutch "het").
+    words, common = frozenset({"het", "block"}), frozenset({"the"})
+    assert pig_latin("ethay ockblay", words, common) == "the block"
+    assert pig_latin("ethay", frozenset({"het"})) == "het"
     assert pig_latin_share(encoded.split()) == 1.0
     assert pig_latin_share(["say", "one", "way", "or", "another", "day"]) == 0.0  # too short
     assert pig_latin_share([]) == 0.0

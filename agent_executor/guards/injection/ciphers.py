@@ -193,20 +193,22 @@ def pig_latin_share(words: list[str]) -> float:
     return sum(1 for word in ends if len(word) > 3 and word.endswith("ay")) / len(words)
 
 
-def pig_latin(text: str, known: frozenset[str]) -> str:
+def pig_latin(text: str, known: frozenset[str], common: frozenset[str] = frozenset()) -> str:
     """``text`` read back from Pig Latin, word by word, in lower case (promptfoo's ``piglatin``
     strategy: a word that starts with a vowel gains ``way``; any other has the consonants
     before its first vowel moved to its end, then ``ay``). Where the moved consonants begin is
     not written (``eviouspray`` is ``previous``, not ``sprevious``): the first reading that
-    is a ``known`` word is taken, in this order: the word before ``way`` (``allway``), then
-    one consonant moved back, two, and so on (``owhay`` is ``how`` before ``who``). With no
+    is a ``common`` word is taken, else the first that is a ``known`` one, in this order: the
+    word before ``way`` (``allway``), then one consonant moved back, two, and so on
+    (``owhay`` is ``how`` before ``who``). ``common`` goes first because ``known`` is larger
+    and holds words of other languages: ``ethay`` is ``the``, not Dutch ``het``. With no
     known reading, the first is taken: most English words start with a vowel or with one
     consonant. Words that start with a consonant and end in ``ay`` are English already
     (``today``) and stay, but for those with no vowel but ``y`` (``myay`` is ``my``)."""
-    return _PIG_WORD_RE.sub(lambda match: _unpigged(match.group(), known), text)
+    return _PIG_WORD_RE.sub(lambda match: _unpigged(match.group(), known, common), text)
 
 
-def _unpigged(word: str, known: frozenset[str]) -> str:
+def _unpigged(word: str, known: frozenset[str], common: frozenset[str]) -> str:
     lower = word.lower()
     if len(lower) < 3 or not lower.endswith("ay"):
         return word
@@ -217,7 +219,8 @@ def _unpigged(word: str, known: frozenset[str]) -> str:
     readings = [stem[-k:] + stem[:-k] for k in range(1, moved + 1)]
     if lower.endswith("way"):  # a word that started with a vowel, or with a w
         readings.insert(0, lower[:-3])
-    for reading in readings:
-        if reading in known:
-            return reading
+    for vocabulary in (common, known):
+        for reading in readings:
+            if reading in vocabulary:
+                return reading
     return readings[0] if readings else word  # ``ideaay`` was not written by the strategy

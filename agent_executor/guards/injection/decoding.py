@@ -204,7 +204,7 @@ def _candidates(
     ays = head.count("ay") + head.count("AY")  # counted in C: most texts stop here
     if ays >= _PIG_LATIN_SHARE * len(lowered) and pig_latin_share(lowered) >= _PIG_LATIN_SHARE:
         vocabulary = _COMMON if known is None else known()
-        yield lambda text: pig_latin(text, vocabulary)
+        yield lambda text: pig_latin(text, vocabulary, _COMMON)
     if share < 0.1:
         yield from _TRANSFORMS[1:]
         for table in substitutions(head):
