@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import codecs
-import json
 import sys
 import urllib.parse
 from pathlib import Path
@@ -73,8 +72,7 @@ def test_the_corpora_cover_the_thirteen_languages_where_sources_exist() -> None:
 def test_the_rows_written_here_are_their_builders_and_cover_all_thirteen() -> None:
     import build_language_corpus
 
-    lines = (DATA / "injection_languages.jsonl").read_text(encoding="utf-8").split("\n")
-    written = [json.loads(line) for line in lines if line]
+    written = read_rows(training.LANGUAGES)
     assert written == build_language_corpus.rows()  # edit the lists, then run the builder
     thirteen = {"de", "fr", "es", "it", "pt", "tr", "ru", "ar", "fa", "hi", "zh", "ja", "ko"}
     for label in ("attack", "benign"):

@@ -32,9 +32,11 @@ def write_rows(rows: Iterable[dict[str, str]], out: Path) -> None:
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """The rows of a file :func:`write_rows` wrote. Lines are split at ``\\n`` only: a text may
-    hold U+2028 or U+0085, which ``str.splitlines`` would also split at."""
-    data = gzip.decompress(path.read_bytes()).decode("utf-8")
+    """The rows of a file :func:`write_rows` wrote, or of a plain ``.jsonl`` one (the corpora
+    written here). Lines are split at ``\\n`` only: a text may hold U+2028 or U+0085, which
+    ``str.splitlines`` would also split at."""
+    raw = path.read_bytes()
+    data = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8")
     return [json.loads(line) for line in data.split("\n") if line]
 
 

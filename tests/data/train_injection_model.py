@@ -122,10 +122,7 @@ def load_rows() -> list[Row]:
             row.setdefault("lang", "en")
             row["reader"] = "tool" if name == "indirect" else "user"
             rows.append(row)
-    for line in OURS.read_text(encoding="utf-8").split("\n"):
-        if not line:
-            continue
-        row = json.loads(line)
+    for row in read_rows(OURS):
         if row["category"].startswith("obfuscated"):
             continue
         rows.append(
@@ -138,10 +135,8 @@ def load_rows() -> list[Row]:
                 "reader": "user",
             }
         )
-    for line in LANGUAGES.read_text(encoding="utf-8").split("\n"):
-        if line:
-            row = json.loads(line)
-            rows.append({**row, "source": WRITTEN_HERE, "origin": row["lang"], "reader": "user"})
+    for row in read_rows(LANGUAGES):
+        rows.append({**row, "source": WRITTEN_HERE, "origin": row["lang"], "reader": "user"})
     return rows
 
 
