@@ -116,12 +116,15 @@ def test_the_rest_of_a_run_comes_from_the_replica_it_runs_on(
     assert 'agent_executor_tool_calls_total{status="success",tool="get_weather"} 2.0' in metrics
 
 
-def test_a_stop_sent_to_another_replica_stops_the_run(replicas: list[str]) -> None:
+def test_a_stop_sent_to_another_replica_stops_the_run(redis_srv: RedisServer) -> None:
     """The run goes on on ``a``; its client re-attached through ``b``; a stop sent to ``b``
     cancels it on ``a``, and the client reading it on ``b`` is told so (``cancelled``, then
-    ``done``)."""
-    a, b = replicas
-    with httpx.Client(timeout=20) as client, ThreadPoolExecutor(1) as pool:
+    ``done``). Its tool takes 10 s, so that it is still running when the stop arrives: with
+    the module's 1.5 s, a loaded machine let it end first (a ``tool_end`` before the error,
+    once in a fresh-clone run)."""
+    args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
+    args += ("--reattach-grace", "0.5", "--replay-window", "1")
+    with two_replicas(args, {"SLOW_TOOL_SECONDS": "10"}) as (a, b, client, pool):
         first = until_tool_start(client, a)
         run = first[-1]["id"].split(":")[0]
         rest = read_through(pool, client, b, first[-1]["id"])
