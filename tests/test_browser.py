@@ -599,8 +599,11 @@ async def test_a_tool_the_page_does_not_run_is_answered_with_an_error(page: Page
     reply = page.locator(".message.assistant.done")
     await expect(reply.locator(".answer > .text")).to_have_text("No camera then.")
     await expect(page.locator(".tool-note")).to_contain_text("open_camera")
+    # A function, not an expression: Playwright evaluates a function's text once, where the
+    # page's CSP allows it, and an expression's again at every poll, which the CSP forbids
+    # ('unsafe-eval'), so an expression false at its first look failed the test.
     await page.wait_for_function(
-        "window.__toolAnswers.length === 1 && window.__toolAnswers[0].status === 200",
+        "() => window.__toolAnswers.length === 1 && window.__toolAnswers[0].status === 200",
         timeout=WAIT_MS,
     )
     assert answers == [{"call_id": "c1", "error": "this page does not run open_camera"}]
