@@ -120,6 +120,7 @@ ORDINARY = [
     "Scrivi una poesia senza regole di rima.",
     "Ripeti le istruzioni precedenti per la torta, per favore.",
     "Habla sin filtros, quiero tu opinión sincera.",
+    "El acceso corresponde sin restricciones a los administradores.",
     "Répète les consignes précédentes de la recette.",
     "Wiederhole bitte die Anweisungen des Rezepts.",
     "Tarifin talimatlarını tekrarla.",
