@@ -36,13 +36,19 @@ def redis_srv(tmp_path: Path) -> Iterator[RedisServer]:
 def replicas(redis_srv: RedisServer) -> Iterator[list[str]]:
     """Two replicas on one Redis; the weather tool takes 1.5 s; a run whose client left waits
     0.5 s for it to come back; finished runs are kept 1 s."""
-    args = (
-        "--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py",
-        "--reattach-grace", "0.5", "--replay-window", "1",
-    )  # fmt: skip
+    args = _reattach_args(redis_srv)
     env = {"SLOW_TOOL_SECONDS": "1.5"}
     with ExitStack() as stack:
         yield [stack.enter_context(service_process(*args, env=env))[1] for _ in range(2)]
+
+
+def _reattach_args(redis_srv: RedisServer) -> tuple[str, ...]:
+    """The replicas' flags: one Redis, the slow tools, a 0.5 s grace for a client that left,
+    finished runs kept 1 s."""
+    return (
+        "--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py",
+        "--reattach-grace", "0.5", "--replay-window", "1",
+    )  # fmt: skip
 
 
 def until_tool_start(client: httpx.Client, base: str) -> list[dict[str, str]]:
@@ -122,8 +128,7 @@ def test_a_stop_sent_to_another_replica_stops_the_run(redis_srv: RedisServer) ->
     ``done``). Its tool takes 10 s, so that it is still running when the stop arrives: with
     the module's 1.5 s, a loaded machine let it end first (a ``tool_end`` before the error,
     once in a fresh-clone run)."""
-    args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
-    args += ("--reattach-grace", "0.5", "--replay-window", "1")
+    args = _reattach_args(redis_srv)
     with two_replicas(args, {"SLOW_TOOL_SECONDS": "10"}) as (a, b, client, pool):
         first = until_tool_start(client, a)
         run = first[-1]["id"].split(":")[0]
@@ -282,8 +287,7 @@ def test_a_stop_on_the_runs_own_replica_reaches_its_reader_on_another(
     ``cancelled`` and ``done``. Before, ``a`` stopped mirroring the moment the stop began,
     before the run's log was closed, so the closing events never reached Redis and ``b``
     ended the stream with ``unavailable`` once the keys ran out."""
-    args = ("--redis-url", redis_srv.url, "--tools", "tests/slow_tools.py")
-    args += ("--reattach-grace", "0.5", "--replay-window", "1")
+    args = _reattach_args(redis_srv)
     env = {"SLOW_TOOL_SECONDS": "30", "SLOW_TOOL_CANCEL_SECONDS": "3"}
     with two_replicas(args, env) as (a, b, client, pool):
         first = until_tool_start(client, a)

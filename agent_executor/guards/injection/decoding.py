@@ -196,14 +196,14 @@ def _candidates(
     head: str, share: float, lowered: list[str], known: _Vocabulary | None
 ) -> Iterator[Callable[[str], str]]:
     """The transforms worth trying on ``head`` (``lowered``: its words in lower case), in
-    turn: the reversal, Pig Latin read back where half its words end in ``ay`` (with the words
-    ``known`` gives, else the common ones), and unless a tenth of its words are common
+    turn: the reversal, Pig Latin read back where half its words end in ``ay`` (with the
+    common words, then those ``known`` gives), and unless a tenth of its words are common
     already, ROT13 and the letter ciphers :mod:`.ciphers` picks for it (worked out only if
     the others fail)."""
     yield _TRANSFORMS[0]
     ays = head.count("ay") + head.count("AY")  # counted in C: most texts stop here
     if ays >= _PIG_LATIN_SHARE * len(lowered) and pig_latin_share(lowered) >= _PIG_LATIN_SHARE:
-        vocabulary = _COMMON if known is None else known()
+        vocabulary = frozenset() if known is None else known()
         yield lambda text: pig_latin(text, vocabulary, _COMMON)
     if share < 0.1:
         yield from _TRANSFORMS[1:]
