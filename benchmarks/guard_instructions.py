@@ -15,7 +15,8 @@ number of texts, is what one text costs: imports, rule compilation and the warm-
 The texts are benign rows of ``tests/data/injection_public.jsonl.gz``, shuffled once with a
 fixed seed, the same in both trees; with ``--texts outside-ascii``, the benign rows of every
 corpus whose 100 or 1,000 characters hold a character outside ASCII (curly quotes, accents,
-other scripts), which take the normal form's slower paths. About 2 minutes (each long text
+other scripts), which take the normal form's slower paths; with ``--reader tool``, scored as
+tool results (the tool model and the rules of tool results). About 2 minutes (each long text
 adds about half a minute). Needs ``valgrind`` and ``git``.
 
 ``--evict MB`` counts what the guard costs in a busy service, where the rest of each request
@@ -42,7 +43,7 @@ import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "injection_public.jsonl.gz"
@@ -75,15 +76,25 @@ def _texts(texts: str = "benign") -> tuple[list[str], list[str], list[str]]:
     return short, medium, long
 
 
-def score(tree: str, kind: str, count: int, evict_mib: int = 0, texts_of: str = "benign") -> None:
+def score(
+    tree: str,
+    kind: str,
+    count: int,
+    evict_mib: int = 0,
+    texts_of: str = "benign",
+    reader: str = "user",
+) -> None:
     """The measured process: warm up, then score ``count`` texts of ``kind`` (``none``:
-    score nothing), overwriting ``evict_mib`` MiB before each text if asked."""
+    score nothing) as ``reader`` reads them, overwriting ``evict_mib`` MiB before each text
+    if asked."""
     sys.path.insert(0, tree)
     from agent_executor.guards.injection.scoring import score_text
 
+    read: Literal["user", "tool"] = "tool" if reader == "tool" else "user"
+
     short, medium, long = _texts(texts_of)
     for text in short[:WARMUP]:
-        score_text(text)
+        score_text(text, reader=read)
     texts = {
         "none": [""] * count,
         "short": short[WARMUP : WARMUP + count],
@@ -96,7 +107,7 @@ def score(tree: str, kind: str, count: int, evict_mib: int = 0, texts_of: str = 
         if evict_mib:
             buffer[:] = fill
         if text:
-            score_text(text)
+            score_text(text, reader=read)
 
 
 _EVENTS_RE = re.compile(rb"^events:\s*(.+)$", re.M)
@@ -104,7 +115,7 @@ _SUMMARY_RE = re.compile(rb"^summary:\s*(.+)$", re.M)
 
 
 def _count(
-    tree: Path, kind: str, count: int, work: Path, evict: int, ll_kib: int, texts: str
+    tree: Path, kind: str, count: int, work: Path, evict: int, ll_kib: int, texts: str, reader: str
 ) -> Counts:
     out = work / f"{tree.name}-{kind}-{os.urandom(3).hex()}.out"
     if evict:
@@ -113,7 +124,7 @@ def _count(
     else:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--quiet"]
     cmd += [sys.executable, str(Path(__file__).resolve()), "--score", str(tree), kind, str(count)]
-    cmd += [str(evict), texts]
+    cmd += [str(evict), texts, reader]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     subprocess.run(cmd, check=True, cwd=ROOT, env=env, capture_output=True, timeout=1800)
     data = out.read_bytes()
@@ -196,10 +207,17 @@ def main() -> None:
         default="benign",
         help="the public corpus's benign rows, or every corpus's that hold non-ASCII text",
     )
-    parser.add_argument("--score", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--reader",
+        choices=("user", "tool"),
+        default="user",
+        help="score the texts as a user's messages (default) or as tool results",
+    )
+    parser.add_argument("--score", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.score:
-        score(args.score[0], args.score[1], int(args.score[2]), int(args.score[3]), args.score[4])
+        tree, kind, count, evict, texts, reader = args.score
+        score(tree, kind, int(count), int(evict), texts, reader)
         return
     if not args.base:
         parser.error("--base is required")
@@ -223,7 +241,14 @@ def main() -> None:
                     jobs,
                     pool.map(
                         lambda job: _count(
-                            trees[job[0]], job[1], job[2], work, args.evict, args.ll_kib, args.texts
+                            trees[job[0]],
+                            job[1],
+                            job[2],
+                            work,
+                            args.evict,
+                            args.ll_kib,
+                            args.texts,
+                            args.reader,
                         ),
                         jobs,
                     ),

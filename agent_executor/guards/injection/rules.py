@@ -5,7 +5,8 @@ reads best as patterns alone, without the code that runs them. ``rules.json`` sa
 entries are written (its ``about``); this module joins, expands and compiles them, and runs
 them on a text: the word rules only where :class:`~.word_gate.WordGate` says the words they
 need occur, and only at the words they can start with; the rules of the punctuated text only
-when :class:`~.literal_gate.LiteralGate` finds the strings they need.
+when :class:`~.literal_gate.LiteralGate` finds the strings they need. The rules of tool results
+have gates of their own, so that a user's message pays nothing for them.
 
 Compiling the rules and their gates takes over half a second, so it waits for the first
 :func:`rule_set` (``InjectionGuard()`` asks for it, ``score_text`` on its first text):
@@ -55,6 +56,9 @@ class Rule:
     pattern: re.Pattern[str]
     on_words: bool  # True: matched against the text with punctuation turned into spaces
     non_latin: bool = False  # True: can only match text with letters of another script
+    tool_only: bool = False
+    """True: a sign of injection only in a tool's result. A user may ask their assistant to
+    send their files to an address; a web page or an e-mail that asks it is an attack."""
 
 
 def words(*alternatives: str) -> str:
@@ -82,6 +86,12 @@ def _rule(entry: Mapping[str, Any], expand: _Expand) -> Rule:
     category, weight = entry["category"], float(entry["weight"])
     if category not in RULE_CATEGORIES or not 0.0 < weight < 1.0:
         raise ValueError(f"{RULES_FILE}: bad category or weight in {entry!r}")
+    reader = entry.get("reader", "any")
+    if reader == "tool" and "text" in entry:
+        text = re.compile(expand(entry["text"]))
+        return Rule(category, weight, text, on_words=False, tool_only=True)
+    if reader != "any":
+        raise ValueError(f"{RULES_FILE}: 'reader' is absent, or 'tool' on a 'text' rule: {entry!r}")
     if "words" in entry:
         pattern = words(*(expand(alternative) for alternative in entry["words"]))
         return Rule(category, weight, re.compile(pattern), on_words=True)
@@ -119,6 +129,10 @@ class RuleSet:
     """Where each rule of the normalised view can start (those that start with a word), read
     off the words view: a picked rule is tried there instead of at every character of a long
     text."""
+    tool_rules: tuple[Rule, ...]
+    """Rules of the normalised view that run on tool results only."""
+    tool_gate: LiteralGate
+    tool_starts: WordGate
     compact: tuple[tuple[str, float, re.Pattern[str]], ...]
     """Key phrases matched in the letters-only text (catches ``i g n o r e``,
     ``i.g.n.o.r.e``)."""
@@ -139,7 +153,10 @@ def rule_set() -> RuleSet:
         _rule(entry, expand) for section in data["sections"] for entry in section["rules"]
     )
     word_rules = tuple(rule for rule in rules if rule.on_words)
-    norm_rules = tuple(rule for rule in rules if not rule.on_words and not rule.non_latin)
+    norm_rules = tuple(
+        rule for rule in rules if not (rule.on_words or rule.non_latin or rule.tool_only)
+    )
+    tool_rules = tuple(rule for rule in rules if rule.tool_only)
     script_rules = tuple(rule for rule in rules if rule.non_latin)
     compact = tuple(
         (entry["category"], float(entry["weight"]), re.compile(expand(entry["letters"])))
@@ -155,6 +172,9 @@ def rule_set() -> RuleSet:
         word_gate=WordGate([rule.pattern for rule in word_rules]),
         norm_gate=LiteralGate([rule.pattern for rule in norm_rules]),
         norm_starts=WordGate([rule.pattern for rule in norm_rules]),
+        tool_rules=tool_rules,
+        tool_gate=LiteralGate([rule.pattern for rule in tool_rules]),
+        tool_starts=WordGate([rule.pattern for rule in tool_rules]),
         compact=compact,
         compact_gate=LiteralGate([pattern for _, _, pattern in compact]),
         topic_re=re.compile(words(*map(expand, cues["topic"]))),
@@ -172,10 +192,11 @@ def __getattr__(name: str) -> Any:
 
 
 def match_rules(
-    norm: str, words_text: str, split: list[str] | None = None
+    norm: str, words_text: str, split: list[str] | None = None, *, tool_result: bool = True
 ) -> Iterator[tuple[str, float, int, int]]:
     """``(category, weight, start, end)`` of every rule match in a text's two views
-    (``split``: the words of ``words_text``, if the caller has them)."""
+    (``split``: the words of ``words_text``, if the caller has them). Without ``tool_result``
+    the rules that hold only in a tool's result are left out."""
     rules = rule_set()
     word_gate, word_rules = rules.word_gate, rules.word_rules
     tokens = word_gate.tokens(words_text, split)
@@ -191,11 +212,25 @@ def match_rules(
             norm_tokens = norm_starts.tokens(words_text, split)
         for match in norm_starts.finditer(index, norm_tokens, norm):
             yield rule.category, rule.weight, match.start(), match.end()
+    if tool_result:
+        yield from _match_tool_rules(rules, norm, words_text, split)
     if norm.isascii():  # the rules in other scripts cannot match
         return
     for index in rules.script_gate.candidates(norm):
         rule = rules.script_rules[index]
         for match in rule.pattern.finditer(norm):
+            yield rule.category, rule.weight, match.start(), match.end()
+
+
+def _match_tool_rules(
+    rules: RuleSet, norm: str, words_text: str, split: list[str] | None
+) -> Iterator[tuple[str, float, int, int]]:
+    tokens = None
+    for index in rules.tool_gate.candidates(norm):
+        rule = rules.tool_rules[index]
+        if tokens is None:
+            tokens = rules.tool_starts.tokens(words_text, split)
+        for match in rules.tool_starts.finditer(index, tokens, norm):
             yield rule.category, rule.weight, match.start(), match.end()
 
 

@@ -155,8 +155,9 @@ def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
     return any(s <= start and end <= e for s, e in spans)
 
 
-def _analyse(text: str, depth: int = 0) -> _Analysis:
-    """Run every rule on the plain and hidden readings of ``text`` (already windowed)."""
+def _analyse(text: str, tool_result: bool, depth: int = 0) -> _Analysis:
+    """Run every rule on the plain and hidden readings of ``text`` (already windowed); the
+    rules of tool results only if it is one."""
     result = _Analysis()
     plain_ascii = text.isascii()  # then it has no look-alike, invisible or tag character
     cleaned = text if plain_ascii else clean(text)
@@ -168,7 +169,7 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
     result.suspicious = not plain_ascii and mixed_scripts(text)
     found: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] | None = None
-    for category, weight, start, end in match_rules(norm, words, split):
+    for category, weight, start, end in match_rules(norm, words, split, tool_result=tool_result):
         if spans is None:  # quoted spans matter only to a text with a match
             spans = _quoted_spans(norm) if "'" in norm or '"' in norm or "`" in norm else []
         _keep_max(result.plain, category, weight)
@@ -181,24 +182,27 @@ def _analyse(text: str, depth: int = 0) -> _Analysis:
         result.topic = bool(rules.topic_re.search(near_words))
         result.question = "?" in near_norm and bool(rules.question_re.search(near_words))
         result.follow = bool(rules.follow_re.search(near_words))
-    _obfuscated_readings(result, text, cleaned, norm)
+    _obfuscated_readings(result, text, cleaned, norm, tool_result)
     if depth < _MAX_DEPTH:
         result.decoded = blobs(cleaned, norm.split() if plain_ascii else None, _known_words)
         for decoded in result.decoded:
-            inner = _analyse(decoded, depth + 1)
+            inner = _analyse(decoded, tool_result, depth + 1)
             for category, weight in _merged(inner).items():
                 _keep_max(result.encoded, category, weight)
     return result
 
 
-def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) -> None:
+def _obfuscated_readings(
+    result: _Analysis, text: str, cleaned: str, norm: str, tool_result: bool
+) -> None:
     """Leetspeak, spaced-out, letters-only and smuggled readings of the text (Unicode tags,
     variation selectors, invisible bits), into ``result.hidden``."""
     variants = result.leet = leet_readings(norm, _known_words, len(result.words))
     result.spelled = despaced(norm, cleaned, result.words)
     by_word = result.spelled[1]
     for variant in variants if by_word is None else [*variants, by_word]:
-        for category, weight, _, _ in match_rules(variant, words_view(variant)):
+        found = match_rules(variant, words_view(variant), tool_result=tool_result)
+        for category, weight, _, _ in found:
             _keep_max(result.hidden, category, weight)
     for compact in [letters_only(norm), *map(letters_only, variants)]:
         for category, weight in match_compact(compact):
@@ -206,7 +210,7 @@ def _obfuscated_readings(result: _Analysis, text: str, cleaned: str, norm: str) 
     if not text.isascii():
         result.smuggled = smuggled(text)
     for hidden in result.smuggled:
-        for category, weight in _merged(_analyse(hidden, _MAX_DEPTH)).items():
+        for category, weight in _merged(_analyse(hidden, tool_result, _MAX_DEPTH)).items():
             _keep_max(result.hidden, category, weight)
 
 
@@ -279,7 +283,9 @@ def score_text(
 ) -> InjectionScore:
     """The score of ``text``: the rules' and, with ``learned``, the learned layer's, the larger.
 
-    See the module docstring for the rules' formula. The learned layer reads the same
+    See the module docstring for the rules' formula; a few rules (an assistant addressed and
+    asked to act, the user's data sent out) run only when ``reader`` is ``"tool"``, since a
+    user may ask their own assistant as much. The learned layer reads the same
     normalised text and its decoded readings with the model for ``reader`` (a user's message
     or a tool's result) and counts only at its operating point (0.5 and up, reason
     ``learned``); below it the rules' score stands alone. Text that only talks about
@@ -287,7 +293,7 @@ def score_text(
     ``model`` replaces the shipped model (the trainer scores retrained ones this way).
     """
     scanned = window(text, max_scan_chars)
-    analysis = _analyse(scanned)
+    analysis = _analyse(scanned, reader == "tool")
     if analysis.plain or analysis.hidden or analysis.encoded:
         score, reasons, discussion = _rules_score(analysis)
     else:  # no rule matched in any reading: the rules' score is 0, with no reason
