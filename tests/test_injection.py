@@ -585,27 +585,30 @@ IMPERATIVE_LOOK_ALIKES = [
 ]
 
 
+async def _seen_by_the_model(content: str, prompt: str) -> str:
+    """The result of a tool that returned ``content``, as screening gave it to the model."""
+    result = await _screening_executor(content, "flag").execute(AgentCommand(user_prompt=prompt))
+    return result.tool_calls[0].result
+
+
+def _wrapped(content: str) -> str:
+    return f"{UNTRUSTED_NOTICE}\n<untrusted>\n{content}\n</untrusted>"
+
+
 @pytest.mark.parametrize("content", USER_IMPERSONATIONS)
 async def test_a_tool_result_speaking_for_the_user_to_the_assistant_is_flagged(
     content: str,
 ) -> None:
-    executor = _screening_executor(content, "flag")
+    seen = await _seen_by_the_model(content, "Summarise my day.")
 
-    result = await executor.execute(AgentCommand(user_prompt="Summarise my day."))
-
-    wrapped = f"{UNTRUSTED_NOTICE}\n<untrusted>\n{content}\n</untrusted>"
-    assert result.tool_calls[0].result == wrapped
+    assert seen == _wrapped(content)
     reasons = InjectionGuard(learned=False).score(content).reasons
     assert {"authority_claim", "indirect_injection"} <= set(reasons)
 
 
 @pytest.mark.parametrize("content", IMPERATIVE_LOOK_ALIKES)
 async def test_steps_and_requests_between_people_are_not_flagged(content: str) -> None:
-    executor = _screening_executor(content, "flag")
-
-    result = await executor.execute(AgentCommand(user_prompt="Summarise my day."))
-
-    assert result.tool_calls[0].result == content
+    assert await _seen_by_the_model(content, "Summarise my day.") == content
 
 
 # Written here from issue 31's kinds (an instruction planted in an e-mail, a review or a page,
@@ -651,12 +654,9 @@ EVERYDAY_REQUESTS_TO_PEOPLE = [
 async def test_a_tool_result_asking_the_assistant_to_act_or_send_the_users_data_is_flagged(
     content: str,
 ) -> None:
-    executor = _screening_executor(content, "flag")
+    seen = await _seen_by_the_model(content, "Summarise my inbox.")
 
-    result = await executor.execute(AgentCommand(user_prompt="Summarise my inbox."))
-
-    wrapped = f"{UNTRUSTED_NOTICE}\n<untrusted>\n{content}\n</untrusted>"
-    assert result.tool_calls[0].result == wrapped
+    assert seen == _wrapped(content)
     rules_alone = InjectionGuard(learned=False).score(content, "tool")
     assert rules_alone.score >= 0.5
     assert {"indirect_injection", "exfiltration"} & set(rules_alone.reasons)
@@ -679,11 +679,9 @@ def test_the_same_words_from_the_user_are_not_scored_by_the_tool_result_rules(
 
 @pytest.mark.parametrize("content", EVERYDAY_REQUESTS_TO_PEOPLE)
 async def test_requests_between_people_in_a_tool_result_are_not_flagged(content: str) -> None:
-    executor = _screening_executor(content, "flag")
+    seen = await _seen_by_the_model(content, "Summarise my inbox.")
 
-    result = await executor.execute(AgentCommand(user_prompt="Summarise my inbox."))
-
-    assert result.tool_calls[0].result == content
+    assert seen == content
     norm = normalise(content)
     words = words_view(norm)
     from_a_tool = set(rules.match_rules(norm, words, tool_result=True))
