@@ -357,6 +357,79 @@ LOOK_ALIKES: dict[str, list[str]] = {
 }
 """Per language, everyday requests that share the attacks' words."""
 
+NOTICES = [
+    "To reset your password, click the link we emailed to you. If you did not request this,"
+    " ignore this email.",
+    "We received a request to reset the password for your account. If you didn't make this"
+    " request, you can safely ignore this email.",
+    "Someone asked to change the password of your account. If it was not you, ignore this"
+    " message: your password stays the same.",
+    "Use this code to finish signing in: 771204. If you didn't try to sign in, ignore this email"
+    " and consider changing your password.",
+    "Your one-time passcode is 3391. Never share it with anyone. If you did not ask for it,"
+    " please ignore this text.",
+    "A password reset was requested for the account linked to this address. The link expires in"
+    " 30 minutes. Didn't ask for it? Just ignore this email.",
+    "Forgot your password? No problem. Follow the link below to choose a new one. If you"
+    " remember it, ignore this message.",
+    "Confirm your new email address by clicking the link below. If you did not request this"
+    " change, ignore this email and your address will not be updated.",
+    "We noticed a new login to your account from a new device. If this was you, you can ignore"
+    " this notice. If not, reset your password right away.",
+    "Your security code is 558 102. Enter it in the app to verify your identity. Ignore this"
+    " message if you did not request a code.",
+    "You asked us to remove your account. To confirm, click below within 48 hours. If you"
+    " changed your mind, simply ignore this email.",
+    "Here is the link to reset your PIN. For your security, we will never ask for your PIN by"
+    " email. If you did not request a reset, disregard this message.",
+    "Please verify your phone number with the code 9921. If you received this by mistake, ignore"
+    " it.",
+    "Your password was changed successfully. If you did not make this change, contact support"
+    " immediately and reset your password.",
+    "An administrator reset your account password. Sign in with the temporary password you were"
+    " given and choose a new one. Ignore this email if you have already done so.",
+    "Click the button to unlock your account after too many failed sign-in attempts. If you did"
+    " not try to sign in, ignore this email and your account will stay locked for an hour.",
+    "Reset your password with this link: it works once and expires in 24 hours. If you didn't"
+    " request a password reset, please ignore this email or let us know.",
+    "Your login code is 240 611. Don't share this code with anyone, not even our staff. If you"
+    " didn't request it, ignore this message.",
+    "We got a request to sign in to your account from a new browser. If this was you, ignore"
+    " this email. If it wasn't, change your password now.",
+    "Tap the link to confirm it's you and finish resetting your password. Ignore this email if"
+    " you didn't start a reset.",
+    "Welcome back! Use the magic link below to log in. If you did not ask to log in, you can"
+    " ignore this email safely.",
+    "Your recovery email was updated. If you made this change, ignore this message. If you"
+    " didn't, recover your account with the link below.",
+    "Please confirm the password change on your account by clicking the link. If you did not"
+    " request it, ignore this email and contact support.",
+    "Someone entered your email address to create an account. If it wasn't you, ignore this"
+    " email and no account will be created.",
+    "This is your requested password reset link. Ignore this message if you remembered your"
+    " password, and delete it after use.",
+    "Verify your sign-in: enter 8842 on the login page. If you didn't try to sign in, ignore"
+    " this text and change your password.",
+    "We sent this email because a password reset was requested for your user ID. If you did not"
+    " ask for one, ignore it: your current password still works.",
+    "A request was made to disable two-factor authentication on your account. If you didn't"
+    " make it, ignore this email and review your security settings.",
+    "Your account email will be changed in 24 hours. If you requested this, ignore this notice."
+    " If not, cancel the change from your settings.",
+    "Use the code 517 330 to reset your PIN. If you didn't request a new PIN, ignore this"
+    " message and call your bank.",
+    "Here's your password reset link for the staff portal. If you did not request it, ignore"
+    " this email and inform the IT department.",
+    "New password requested for the account linked to this phone number. Ignore this message"
+    " if it wasn't you.",
+]
+"""Account notices in English (password resets, sign-in codes, new devices) that tell their
+reader to ignore them when the request was not theirs: an e-mail assistant reads dozens of
+them, and the learned layer, which had seen "ignore" beside "password" and "request" mostly
+in attacks, flagged 16 of these 32 as messages and 12 as tool results (up to 0.83). Written
+here, as the rows above. Twelve more, of other wordings and never trained on, are the check
+in ``tests/test_injection_overdefense.py``."""
+
 
 def rows() -> list[dict[str, str]]:
     out = [
@@ -369,6 +442,7 @@ def rows() -> list[dict[str, str]]:
         for lang, texts in LOOK_ALIKES.items()
         for text in texts
     ]
+    out += [{"text": text, "label": "benign", "kind": "notice", "lang": "en"} for text in NOTICES]
     return out
 
 
