@@ -298,7 +298,10 @@ def _threshold(rows: Sequence[Row], reader: Reader) -> tuple[float, float]:
         scored = [
             r
             for r, f in zip(rows, fold, strict=True)
-            if f == k and r["label"] == "benign" and r["reader"] == reader
+            if f == k
+            and r["label"] == "benign"
+            and r["reader"] == reader
+            and r["source"] != WRITTEN_HERE
         ]
         if not scored:
             continue
@@ -313,8 +316,6 @@ def _threshold(rows: Sequence[Row], reader: Reader) -> tuple[float, float]:
     by_source: dict[str, list[float]] = defaultdict(list)
     short_by_source: dict[str, list[float]] = defaultdict(list)
     for row, value in zip(kept, values, strict=True):
-        if row["source"] == WRITTEN_HERE:
-            continue
         by_source[row["source"]].append(value)
         if _STORE.lengths[row["text"]] < SHORT_WORDS:
             short_by_source[row["source"]].append(value)

@@ -6,7 +6,8 @@ entries are written (its ``about``); this module joins, expands and compiles the
 them on a text: the word rules only where :class:`~.word_gate.WordGate` says the words they
 need occur, and only at the words they can start with; the rules of the punctuated text only
 when :class:`~.literal_gate.LiteralGate` finds the strings they need. The rules of tool results
-have gates of their own, so that a user's message pays nothing for them.
+have gates of their own, built on the first tool result, so that a user's message pays nothing
+for them.
 
 Compiling the rules and their gates takes over half a second, so it waits for the first
 :func:`rule_set` (``InjectionGuard()`` asks for it, ``score_text`` on its first text):
@@ -130,9 +131,8 @@ class RuleSet:
     off the words view: a picked rule is tried there instead of at every character of a long
     text."""
     tool_rules: tuple[Rule, ...]
-    """Rules of the normalised view that run on tool results only."""
-    tool_gate: LiteralGate
-    tool_starts: WordGate
+    """Rules of the normalised view that run on tool results only (their gates:
+    :func:`_tool_gates`, built on the first tool result)."""
     compact: tuple[tuple[str, float, re.Pattern[str]], ...]
     """Key phrases matched in the letters-only text (catches ``i g n o r e``,
     ``i.g.n.o.r.e``)."""
@@ -173,8 +173,6 @@ def rule_set() -> RuleSet:
         norm_gate=LiteralGate([rule.pattern for rule in norm_rules]),
         norm_starts=WordGate([rule.pattern for rule in norm_rules]),
         tool_rules=tool_rules,
-        tool_gate=LiteralGate([rule.pattern for rule in tool_rules]),
-        tool_starts=WordGate([rule.pattern for rule in tool_rules]),
         compact=compact,
         compact_gate=LiteralGate([pattern for _, _, pattern in compact]),
         topic_re=re.compile(words(*map(expand, cues["topic"]))),
@@ -204,16 +202,10 @@ def match_rules(
         rule = word_rules[index]
         for match in word_gate.finditer(index, tokens):
             yield rule.category, rule.weight, match.start(), match.end()
-    norm_tokens = None  # made for the first picked rule: most texts pick none
-    norm_starts = rules.norm_starts
-    for index in rules.norm_gate.candidates(norm):
-        rule = rules.norm_rules[index]
-        if norm_tokens is None:
-            norm_tokens = norm_starts.tokens(words_text, split)
-        for match in norm_starts.finditer(index, norm_tokens, norm):
-            yield rule.category, rule.weight, match.start(), match.end()
+    yield from _gated(rules.norm_rules, rules.norm_gate, rules.norm_starts, norm, words_text, split)
     if tool_result:
-        yield from _match_tool_rules(rules, norm, words_text, split)
+        gate, starts = _tool_gates()
+        yield from _gated(rules.tool_rules, gate, starts, norm, words_text, split)
     if norm.isascii():  # the rules in other scripts cannot match
         return
     for index in rules.script_gate.candidates(norm):
@@ -222,16 +214,31 @@ def match_rules(
             yield rule.category, rule.weight, match.start(), match.end()
 
 
-def _match_tool_rules(
-    rules: RuleSet, norm: str, words_text: str, split: list[str] | None
+def _gated(
+    rules: tuple[Rule, ...],
+    gate: LiteralGate,
+    starts: WordGate,
+    norm: str,
+    words_text: str,
+    split: list[str] | None,
 ) -> Iterator[tuple[str, float, int, int]]:
-    tokens = None
-    for index in rules.tool_gate.candidates(norm):
-        rule = rules.tool_rules[index]
+    """The matches of the rules of the normalised view that ``gate`` picks, each tried where
+    ``starts`` says it can start."""
+    tokens = None  # made for the first picked rule: most texts pick none
+    for index in gate.candidates(norm):
+        rule = rules[index]
         if tokens is None:
-            tokens = rules.tool_starts.tokens(words_text, split)
-        for match in rules.tool_starts.finditer(index, tokens, norm):
+            tokens = starts.tokens(words_text, split)
+        for match in starts.finditer(index, tokens, norm):
             yield rule.category, rule.weight, match.start(), match.end()
+
+
+@cache
+def _tool_gates() -> tuple[LiteralGate, WordGate]:
+    """The gates of the rules of tool results: built on the first tool result, so a process
+    that screens none does not pay for them (36 ms)."""
+    patterns = [rule.pattern for rule in rule_set().tool_rules]
+    return LiteralGate(patterns), WordGate(patterns)
 
 
 def match_compact(letters: str) -> Iterator[tuple[str, float]]:
