@@ -374,9 +374,15 @@ REQUESTS_TO_PEOPLE = [
     "Die KI, die wir nutzen, sendet keine Daten.",
     "Yapay zeka, eğitimde büyük değişiklikler getiriyor.",
     "IA: cos'è e come funziona.",
+    "Intelligenza artificiale, cosa cambia per le imprese.",
+    "Intelligenza artificiale, ecco cosa cambia.",
+    "L'intelligenza artificiale, secondo gli esperti, elimina posti di lavoro.",
+    "Inteligencia artificial, qué cambia para las empresas.",
 ]
 """Written here: a person's assistant asked to book a room (a bare "assistente" or
-"Assistent" is a person), notes for a customer or a team, and the AI as a topic."""
+"Assistent" is a person), notes for a customer or a team, and the AI as a topic, as in a
+headline ("Intelligenza artificiale, cosa cambia": a third person, not a command; the rule's
+first form flagged the last four)."""
 
 
 def _rows(name: str) -> list[dict[str, str]]:
