@@ -688,10 +688,21 @@ async def test_requests_between_people_in_a_tool_result_are_not_flagged(content:
     assert from_a_tool == set(rules.match_rules(norm, words, tool_result=False))
 
 
+def test_a_tool_rule_in_another_script_runs_on_tool_results_only() -> None:
+    entry = {"category": "exfiltration", "weight": 0.7, "reader": "tool", "native": "ИИ"}
+
+    with pytest.raises(ValueError, match="non-Latin 'native'"):
+        rules._rule(entry, lambda pattern: str(pattern))
+    rule = rules._rule({**entry, "non_latin": True}, lambda pattern: str(pattern))
+    assert (rule.tool_only, rule.non_latin) == (True, True)
+    assert rule not in rules.rule_set().script_rules
+    assert all(r.tool_only and r.non_latin for r in rules.rule_set().tool_script_rules)
+
+
 def test_a_rule_for_an_unknown_reader_is_refused() -> None:
     entry = {"category": "exfiltration", "weight": 0.7, "reader": "bot", "text": "x"}
 
-    with pytest.raises(ValueError, match="'reader' is absent, or 'tool' on a 'text' rule"):
+    with pytest.raises(ValueError, match="'reader' is absent, or 'tool' on a 'text' or a"):
         rules._rule(entry, lambda pattern: str(pattern))
 
 

@@ -91,8 +91,14 @@ def _rule(entry: Mapping[str, Any], expand: _Expand) -> Rule:
     if reader == "tool" and "text" in entry:
         text = re.compile(expand(entry["text"]))
         return Rule(category, weight, text, on_words=False, tool_only=True)
+    if reader == "tool" and "native" in entry and entry.get("non_latin", False):
+        native = re.compile(normalise(expand(entry["native"])))
+        return Rule(category, weight, native, on_words=False, non_latin=True, tool_only=True)
     if reader != "any":
-        raise ValueError(f"{RULES_FILE}: 'reader' is absent, or 'tool' on a 'text' rule: {entry!r}")
+        raise ValueError(
+            f"{RULES_FILE}: 'reader' is absent, or 'tool' on a 'text' or a non-Latin 'native'"
+            f" rule: {entry!r}"
+        )
     if "words" in entry:
         pattern = words(*(expand(alternative) for alternative in entry["words"]))
         return Rule(category, weight, re.compile(pattern), on_words=True)
@@ -133,6 +139,9 @@ class RuleSet:
     tool_rules: tuple[Rule, ...]
     """Rules of the normalised view that run on tool results only (their gates:
     :func:`_tool_gates`, built on the first tool result)."""
+    tool_script_rules: tuple[Rule, ...]
+    """The same in another script than Latin: never run on an ASCII text (their gate:
+    :func:`_tool_script_gate`)."""
     compact: tuple[tuple[str, float, re.Pattern[str]], ...]
     """Key phrases matched in the letters-only text (catches ``i g n o r e``,
     ``i.g.n.o.r.e``)."""
@@ -156,8 +165,9 @@ def rule_set() -> RuleSet:
     norm_rules = tuple(
         rule for rule in rules if not (rule.on_words or rule.non_latin or rule.tool_only)
     )
-    tool_rules = tuple(rule for rule in rules if rule.tool_only)
-    script_rules = tuple(rule for rule in rules if rule.non_latin)
+    tool_rules = tuple(rule for rule in rules if rule.tool_only and not rule.non_latin)
+    tool_script_rules = tuple(rule for rule in rules if rule.tool_only and rule.non_latin)
+    script_rules = tuple(rule for rule in rules if rule.non_latin and not rule.tool_only)
     compact = tuple(
         (entry["category"], float(entry["weight"]), re.compile(expand(entry["letters"])))
         for entry in data["compact"]
@@ -173,6 +183,7 @@ def rule_set() -> RuleSet:
         norm_gate=LiteralGate([rule.pattern for rule in norm_rules]),
         norm_starts=WordGate([rule.pattern for rule in norm_rules]),
         tool_rules=tool_rules,
+        tool_script_rules=tool_script_rules,
         compact=compact,
         compact_gate=LiteralGate([pattern for _, _, pattern in compact]),
         topic_re=re.compile(words(*map(expand, cues["topic"]))),
@@ -208,8 +219,18 @@ def match_rules(
         yield from _gated(rules.tool_rules, gate, starts, norm, words_text, split)
     if norm.isascii():  # the rules in other scripts cannot match
         return
-    for index in rules.script_gate.candidates(norm):
-        rule = rules.script_rules[index]
+    yield from _scanned(rules.script_rules, rules.script_gate, norm)
+    if tool_result and rules.tool_script_rules:
+        yield from _scanned(rules.tool_script_rules, _tool_script_gate(), norm)
+
+
+def _scanned(
+    rules: tuple[Rule, ...], gate: LiteralGate, norm: str
+) -> Iterator[tuple[str, float, int, int]]:
+    """The matches of the rules in other scripts that ``gate`` picks, searched in the whole
+    text (Chinese and Japanese have no spaces to start a rule at)."""
+    for index in gate.candidates(norm):
+        rule = rules[index]
         for match in rule.pattern.finditer(norm):
             yield rule.category, rule.weight, match.start(), match.end()
 
@@ -239,6 +260,12 @@ def _tool_gates() -> tuple[LiteralGate, WordGate]:
     that screens none does not pay for them (36 ms)."""
     patterns = [rule.pattern for rule in rule_set().tool_rules]
     return LiteralGate(patterns), WordGate(patterns)
+
+
+@cache
+def _tool_script_gate() -> LiteralGate:
+    """The gate of the tool results' rules in other scripts, built on first use."""
+    return LiteralGate([rule.pattern for rule in rule_set().tool_script_rules])
 
 
 def match_compact(letters: str) -> Iterator[tuple[str, float]]:
