@@ -73,6 +73,5 @@ def test_account_notices_that_say_ignore_this_email_are_let_through() -> None:
     as_messages = [t for t in ACCOUNT_NOTICES if guard.score(t).score >= guard.threshold]
     as_results = [t for t in ACCOUNT_NOTICES if guard.score(t, "tool").score >= guard.threshold]
 
-    print(as_messages, as_results)
     assert len(as_messages) <= 2
     assert len(as_results) <= 1

@@ -100,7 +100,7 @@ def test_the_gate_never_skips_a_rule_that_matches_anywhere_in_the_corpus() -> No
 
 _LITERAL_GATES = (
     (rules.NORM_GATE, [rule.pattern for rule in rules.NORM_RULES], normalisation.normalise),
-    (rules.SCRIPT_GATE, [rule.pattern for rule in rules.SCRIPT_RULES], normalisation.normalise),
+    (rules._script_gates()[0], [p.pattern for p in rules.SCRIPT_RULES], normalisation.normalise),
     (
         rules.COMPACT_GATE,
         [pattern for _, _, pattern in rules.COMPACT],

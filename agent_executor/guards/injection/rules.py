@@ -7,7 +7,7 @@ them on a text: the word rules only where :class:`~.word_gate.WordGate` says the
 need occur, and only at the words they can start with; the rules of the punctuated text only
 when :class:`~.literal_gate.LiteralGate` finds the strings they need. The rules of tool results
 have gates of their own, built on the first tool result, so that a user's message pays nothing
-for them.
+for them; so do the rules in other scripts, built on the first text outside ASCII.
 
 Compiling the rules and their gates takes over half a second, so it waits for the first
 :func:`rule_set` (``InjectionGuard()`` asks for it, ``score_text`` on its first text):
@@ -125,8 +125,8 @@ class RuleSet:
     word_rules: tuple[Rule, ...]
     norm_rules: tuple[Rule, ...]
     script_rules: tuple[Rule, ...]
-    """Rules written in another script than Latin: never run on an ASCII text."""
-    script_gate: LiteralGate
+    """Rules written in another script than Latin: never run on an ASCII text (their gate:
+    :func:`_script_gates`, built on the first text outside ASCII)."""
     word_gate: WordGate
     """Picks the word rules worth running from the words of a text (most texts need few or
     none)."""
@@ -140,8 +140,8 @@ class RuleSet:
     """Rules of the normalised view that run on tool results only (their gates:
     :func:`_tool_gates`, built on the first tool result)."""
     tool_script_rules: tuple[Rule, ...]
-    """The same in another script than Latin: never run on an ASCII text (their gate:
-    :func:`_tool_script_gate`)."""
+    """The same in another script than Latin: never run on an ASCII text (their gate: the
+    second of :func:`_script_gates`)."""
     compact: tuple[tuple[str, float, re.Pattern[str]], ...]
     """Key phrases matched in the letters-only text (catches ``i g n o r e``,
     ``i.g.n.o.r.e``)."""
@@ -178,7 +178,6 @@ def rule_set() -> RuleSet:
         word_rules=word_rules,
         norm_rules=norm_rules,
         script_rules=script_rules,
-        script_gate=LiteralGate([rule.pattern for rule in script_rules]),
         word_gate=WordGate([rule.pattern for rule in word_rules]),
         norm_gate=LiteralGate([rule.pattern for rule in norm_rules]),
         norm_starts=WordGate([rule.pattern for rule in norm_rules]),
@@ -219,9 +218,10 @@ def match_rules(
         yield from _gated(rules.tool_rules, gate, starts, norm, words_text, split)
     if norm.isascii():  # the rules in other scripts cannot match
         return
-    yield from _scanned(rules.script_rules, rules.script_gate, norm)
-    if tool_result and rules.tool_script_rules:
-        yield from _scanned(rules.tool_script_rules, _tool_script_gate(), norm)
+    script_gate, tool_script_gate = _script_gates()
+    yield from _scanned(rules.script_rules, script_gate, norm)
+    if tool_result:
+        yield from _scanned(rules.tool_script_rules, tool_script_gate, norm)
 
 
 def _scanned(
@@ -263,9 +263,14 @@ def _tool_gates() -> tuple[LiteralGate, WordGate]:
 
 
 @cache
-def _tool_script_gate() -> LiteralGate:
-    """The gate of the tool results' rules in other scripts, built on first use."""
-    return LiteralGate([rule.pattern for rule in rule_set().tool_script_rules])
+def _script_gates() -> tuple[LiteralGate, LiteralGate]:
+    """The gates of the rules in other scripts, of any text and of tool results: built on the
+    first text outside ASCII, so a process that reads none does not pay for them."""
+    rules = rule_set()
+    return (
+        LiteralGate([rule.pattern for rule in rules.script_rules]),
+        LiteralGate([rule.pattern for rule in rules.tool_script_rules]),
+    )
 
 
 def match_compact(letters: str) -> Iterator[tuple[str, float]]:
